@@ -1,0 +1,11 @@
+"""Root conftest: loads the project's pytest plugins for the features and the tests."""
+
+pytest_plugins = [
+    "fixtures.acceptance",
+    "fixtures.run_record",
+    # "fixtures.testenv",
+    "steps.profile_steps",
+    "steps.job_steps",
+    "steps.preflight_steps",
+    "steps.running_steps",
+]

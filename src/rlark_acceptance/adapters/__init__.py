@@ -1,0 +1,41 @@
+"""Adapters: ``local`` (embedded default) and plugins by entry point."""
+
+from __future__ import annotations
+
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InputError
+from .base import FATAL_REASONS, Adapter, Event, Happening, JobRef, Observation, PodStatus
+
+if TYPE_CHECKING:
+    from ..profile import Profile
+
+GROUP = "rlark_acceptance.adapters"
+
+
+def open_adapter(profile: Profile, **options: Any) -> Adapter:
+    """The adapter the profile's ``target.adapter`` names, from the entry-point group."""
+    name = profile.target.adapter
+    for ep in entry_points(group=GROUP):
+        if ep.name == name:
+            factory = ep.load()
+            adapter: Adapter = factory(profile, **options)
+            return adapter
+    known = sorted(ep.name for ep in entry_points(group=GROUP))
+    raise InputError(
+        str(profile.loc("target", "adapter")),
+        f"no adapter {name!r} is installed (known: {', '.join(known)})",
+    )
+
+
+__all__ = [
+    "FATAL_REASONS",
+    "Adapter",
+    "Event",
+    "Happening",
+    "JobRef",
+    "Observation",
+    "PodStatus",
+    "open_adapter",
+]

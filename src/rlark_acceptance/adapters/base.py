@@ -1,0 +1,161 @@
+"""The adapter protocol: how the harness submits a Job and observes it on some target.
+
+It is shaped after Kubernetes so the Kubernetes adapter maps one to one (a Job's Pods,
+their phase / reason / exit code, Events, Nodes, Pod logs); the local adapter plays the
+same roles with a process group on this machine. Plugins register a factory under the
+entry-point group ``rlark_acceptance.adapters``: ``factory(profile) -> Adapter``.
+
+Observation is event-driven: an adapter pushes what happens (Pod changes, log lines,
+Events) into one stream, and the Step 6 observer waits on that stream under a deadline
+per phase, so a terminal state is seen the moment it happens.
+"""
+
+from __future__ import annotations
+
+import queue
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from ..job import Job, Mount
+    from ..profile import NodeSpec
+    from ..storage.store import Store
+
+
+@dataclass(frozen=True)
+class JobRef:
+    name: str
+    namespace: str
+    uid: str | None = None
+
+
+@dataclass(frozen=True)
+class PodStatus:
+    """A Pod as ``kubectl get pod -o yaml`` would tell it, reduced to what Step 6 reads."""
+
+    name: str
+    node: str | None
+    phase: str  # Pending | Running | Succeeded | Failed | Unknown
+    reason: str | None = (
+        None  # Unschedulable, ErrImagePull, ImagePullBackOff, CrashLoopBackOff, Error...
+    )
+    message: str | None = None
+    restarts: int = 0
+    exit_code: int | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def terminal(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+
+# Reasons that end a Worker's chances: Step 6 fails on them at once, naming the cause.
+FATAL_REASONS = frozenset(
+    {
+        "Unschedulable",
+        "ErrImagePull",
+        "ImagePullBackOff",
+        "InvalidImageName",
+        "CrashLoopBackOff",
+        "CreateContainerConfigError",
+        "CreateContainerError",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Event:
+    involved: str  # kind/name
+    reason: str
+    message: str
+    type: str = "Normal"  # Normal | Warning
+    source: str = ""
+    time: float = 0.0
+
+
+@dataclass(frozen=True)
+class Happening:
+    """One item of an observation stream."""
+
+    kind: Literal["pod", "log", "event", "end"]
+    at: float
+    pod: PodStatus | None = None
+    line: str | None = None
+    event: Event | None = None
+
+
+class Observation:
+    """A queue the adapter fills from its own threads or watches; read with a deadline."""
+
+    def __init__(self) -> None:
+        self._q: queue.Queue[Happening] = queue.Queue()
+        self.closed = False
+
+    def put_pod(self, pod: PodStatus) -> None:
+        self._q.put(Happening("pod", time.monotonic(), pod=pod))
+
+    def put_line(self, line: str) -> None:
+        self._q.put(Happening("log", time.monotonic(), line=line))
+
+    def put_event(self, event: Event) -> None:
+        self._q.put(Happening("event", time.monotonic(), event=event))
+
+    def end(self) -> None:
+        """No more log lines will come (the Worker's log stream ended)."""
+        self._q.put(Happening("end", time.monotonic()))
+
+    def next(self, timeout: float) -> Happening | None:
+        try:
+            return self._q.get(timeout=max(0.0, timeout))
+        except queue.Empty:
+            return None
+
+    def drain(self) -> Iterator[Happening]:
+        while True:
+            try:
+                yield self._q.get_nowait()
+            except queue.Empty:
+                return
+
+
+@runtime_checkable
+class Adapter(Protocol):
+    name: str
+
+    def submit(self, job: Job, manifest: str) -> JobRef:
+        """Create the Job from its YAML text; returns at once (no waiting)."""
+        ...
+
+    def list_jobs(self, namespace: str) -> list[str]:
+        """Names of the Jobs the platform lists (6.1)."""
+        ...
+
+    def pods(self, ref: JobRef) -> list[PodStatus]: ...
+
+    def observe(self, ref: JobRef) -> Observation:
+        """Start streaming Pod changes, the Worker's log lines and Events for ``ref``."""
+        ...
+
+    def logs(self, ref: JobRef, pod: str) -> str:
+        """The whole log of a Pod so far (for evidence)."""
+        ...
+
+    def events(self, ref: JobRef) -> list[Event]: ...
+
+    def node_inventory(self) -> list[NodeSpec]: ...
+
+    def clusters(self) -> list[str]: ...
+
+    def store_for(self, job: Job, mount: Mount) -> Store:
+        """A reader of what the Worker wrote under ``mount``, from outside the Worker."""
+        ...
+
+    def delete(self, ref: JobRef) -> None:
+        """Delete the Job and its Pods; returns when the Worker is gone."""
+        ...
+
+    def close(self) -> None:
+        """Stop and remove everything this adapter submitted (also on interrupt)."""
+        ...

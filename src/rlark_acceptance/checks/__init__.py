@@ -1,0 +1,18 @@
+"""The static and cluster checks of §0 to Step 5, one module per doc section."""
+
+from . import keep_config, review, run_command, run_info, single_node, worker, worker_role
+from .base import REGISTRY, Context, Outcome, run_checks
+
+__all__ = [
+    "REGISTRY",
+    "Context",
+    "Outcome",
+    "keep_config",
+    "review",
+    "run_checks",
+    "run_command",
+    "run_info",
+    "single_node",
+    "worker",
+    "worker_role",
+]

@@ -1,0 +1,160 @@
+"""``rlark-acceptance``: the pre-flight and the config audit (CONTRACT §3).
+
+Exit status: 0 no error finding; 1 an error finding or a redirect; 2 the input could not be
+read (one line naming the file and line; never a traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from . import __version__
+from .doc_checks import BY_ID, CHECKS
+from .errors import InputError
+from .findings import Severity
+
+EXIT_OK, EXIT_FINDINGS, EXIT_INPUT = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        print(f"rlark-acceptance: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_INPUT)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="rlark-acceptance", description=__doc__.splitlines()[0] if __doc__ else None)
+    p.add_argument("--version", action="version", version=__version__)
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    pf = sub.add_parser("preflight", help="run every static check of §0–§5")
+    src = pf.add_mutually_exclusive_group(required=True)
+    src.add_argument("--profile", help="an acceptance profile (CONTRACT §2)")
+    src.add_argument("--rlinf-config", help="a validated RLinf YAML")
+    pf.add_argument("--job", help="the Job YAML exported from the console (with --rlinf-config)")
+    pf.add_argument("--config-dir", help="Hydra search path for the config's defaults")
+    pf.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="a Hydra override, as on RLinf's command line (repeatable)",
+    )
+    pf.add_argument(
+        "--cluster",
+        action="store_true",
+        help="also run the cluster checks (3.1, 3.2, 5.7) against the profile's target",
+    )
+    pf.add_argument("--json", action="store_true", help="print CONTRACT §3 JSON")
+    cf = sub.add_parser("configs", help="audit RLinf configs (files or directories)")
+    cf.add_argument("paths", nargs="+")
+    cf.add_argument("--json", action="store_true")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "preflight":
+            return _preflight(args)
+        return _configs(args)
+    except InputError as exc:
+        print(f"rlark-acceptance: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        print("rlark-acceptance: interrupted", file=sys.stderr)
+        return 130
+
+
+def _preflight(args: argparse.Namespace) -> int:
+    from .preflight import preflight_files, preflight_profile
+
+    if args.profile:
+        nodes = clusters = None
+        if args.cluster:
+            from .adapters import open_adapter
+            from .profile import load_profile
+
+            prof = load_profile(args.profile)
+            adapter = open_adapter(prof)
+            nodes, clusters = adapter.node_inventory(), adapter.clusters()
+            result = preflight_profile(prof, nodes=nodes, clusters=clusters)
+        else:
+            result = preflight_profile(args.profile)
+    else:
+        result = preflight_files(
+            args.rlinf_config, job=args.job, overrides=args.override, config_dir=args.config_dir
+        )
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+    else:
+        _print_human(result)
+    return result.exit_status
+
+
+_MARK = {Severity.ERROR: "✗", Severity.WARNING: "!", Severity.INFO: "·"}
+
+
+def _print_human(result: Any) -> None:
+    from .preflight import sorted_findings
+
+    verdict = result.verdict.upper()
+    print(f"pre-flight: {verdict}  ({result.config_path or 'no RLinf config'})")
+    r = result.rlinf
+    if r is not None:
+        need = "all" if r.cluster.gpus_all else r.cluster.gpus_required
+        print(
+            f"  effective cluster.num_nodes={r.num_nodes}  GPUs required={need}  "
+            f"real robot={'yes' if r.cluster.real_robot else 'no'}  "
+            f"checkpoints → {r.checkpoint_dir or 'unknown'}"
+        )
+    by_section: dict[str, list[Any]] = {}
+    for f in sorted_findings(result.findings):
+        by_section.setdefault(BY_ID[f.check].section if f.check in BY_ID else "?", []).append(f)
+    for section, findings in by_section.items():
+        print(f"\n{section}")
+        shown_remedy: set[str] = set()
+        for f in findings:
+            where = f"  {f.location}" if f.location else ""
+            print(f"  {_MARK[f.severity]} {f.check} {f.code}{where}\n      {f.message}")
+            if f.severity == Severity.ERROR and f.check not in shown_remedy:
+                shown_remedy.add(f.check)
+                print(f"      → {BY_ID[f.check].remedy}")
+    status = result.check_status()
+    counts = {s: sum(1 for v in status.values() if v == s) for s in ("passed", "failed", "skipped")}
+    errors = sum(1 for f in result.findings if f.severity == Severity.ERROR)
+    warnings = sum(1 for f in result.findings if f.severity == Severity.WARNING)
+    print(
+        f"\n{errors} errors, {warnings} warnings; static checks: {counts['passed']} passed, "
+        f"{counts['failed']} failed, {counts['skipped']} not evaluated "
+        f"(of {sum(1 for c in CHECKS if c.kind != 'runtime')})"
+    )
+
+
+def _configs(args: argparse.Namespace) -> int:
+    from .audit import audit
+
+    rows = audit(args.paths)
+    if args.json:
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+    else:
+        for row in rows:
+            if row["error"]:
+                state = f"error: {row['error']}"
+            elif row["singleNode"]:
+                state = "single node"
+            else:
+                state = "redirect: " + ", ".join(row["redirectReasons"])
+            gpus = "all" if row["gpusAll"] else row["gpusRequired"]
+            robot = "  real robot" if row["realRobot"] else ""
+            print(f"{row['path']}: num_nodes={row['numNodes']} gpus={gpus}{robot}  {state}")
+    # A classification is not a failure: only a file that could not be read or composed is.
+    return EXIT_FINDINGS if any(r["error"] for r in rows) else EXIT_OK
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

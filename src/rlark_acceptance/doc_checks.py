@@ -1,0 +1,343 @@
+"""The page's 41 checks, in the order troubleshooting follows, with the doc's remedy for each.
+
+Order matters: the run record names the *earliest* failing check in this order, because the
+page says to start troubleshooting at the earliest place where something went wrong.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class DocCheck:
+    id: str
+    section: str  # the doc's own section title
+    kind: str  # static | cluster | runtime
+    says: str
+    remedy: str
+
+
+_S0 = "§0 确认任务适合单节点运行"
+_SP = "准备 RLinf 运行信息"
+_S1 = "Step 1 保留原有 RLinf 配置"
+_S2 = "Step 2 添加 worker 角色"
+_S3 = "Step 3 配置一个 Worker"
+_S4 = "Step 4 填写运行命令"
+_S5 = "Step 5 核对 YAML 并提交"
+_S6 = "Step 6 确认任务开始运行"
+
+_MULTI = "§0: use the multi-node guide (规划多节点和异构 Worker) instead of this page"
+
+CHECKS: tuple[DocCheck, ...] = (
+    DocCheck(
+        "0.1",
+        _S0,
+        "static",
+        "the effective cluster.num_nodes is 1",
+        "§0: make the effective cluster.num_nodes 1 (YAML, defaults and run-command "
+        "overrides), or " + _MULTI.removeprefix("§0: "),
+    ),
+    DocCheck(
+        "0.2",
+        _S0,
+        "static",
+        "GPU, data and storage come from one compute node",
+        "§0: one cluster, one Worker, and mounts the one node can reach; otherwise "
+        + _MULTI.removeprefix("§0: "),
+    ),
+    DocCheck(
+        "0.3",
+        _S0,
+        "static",
+        "all components share one image, mounts and environment",
+        "§0: one role with one image and one environment; otherwise " + _MULTI.removeprefix("§0: "),
+    ),
+    DocCheck(
+        "0.4",
+        _S0,
+        "static",
+        "multi-node or extra resource fields go to the multi-node guide",
+        _MULTI,
+    ),
+    DocCheck(
+        "0.5",
+        _S0,
+        "static",
+        "real-robot jobs only after device and on-site safety confirmation",
+        "§0: read 使用真实设备前的安全要求 and confirm devices and on-site safety first",
+    ),
+    DocCheck(
+        "P.1",
+        _SP,
+        "static",
+        "image address with an explicit version",
+        "准备 RLinf 运行信息: use an image with an explicit version tag (not latest) or a digest",
+    ),
+    DocCheck(
+        "P.2",
+        _SP,
+        "static",
+        "the GPU count this Worker requests",
+        "准备 RLinf 运行信息: write down the GPU count the one Worker requests",
+    ),
+    DocCheck(
+        "P.3",
+        _SP,
+        "static",
+        "the RLinf start command, optional preparation command",
+        "准备 RLinf 运行信息: write down the validated RLinf start command",
+    ),
+    DocCheck(
+        "P.4",
+        _SP,
+        "static",
+        "container paths of data, model, checkpoint, output",
+        "准备 RLinf 运行信息: write down absolute container paths for data, model, "
+        "checkpoint and output",
+    ),
+    DocCheck(
+        "P.5",
+        _SP,
+        "static",
+        "the first business signal and the expected output location",
+        "准备 RLinf 运行信息: decide the first business signal (a log pattern) and where "
+        "output is expected",
+    ),
+    DocCheck(
+        "1.1",
+        _S1,
+        "static",
+        "the config actually loaded has cluster.num_nodes: 1",
+        "Step 1: make the config the run command really loads say cluster.num_nodes: 1",
+    ),
+    DocCheck(
+        "1.2",
+        _S1,
+        "static",
+        "keep the validated placement, world sizes, offload, pipeline stages, algorithm, "
+        "model, data and checkpoint settings",
+        "Step 1: run the validated config unchanged; do not override the settings that "
+        "decide how RLinf uses the Worker's GPUs",
+    ),
+    DocCheck(
+        "2.1",
+        _S2,
+        "static",
+        "a recognisable task name in the page's name format",
+        "Step 2: name the task with lowercase letters, digits and '-' (at most 63)",
+    ),
+    DocCheck(
+        "2.2",
+        _S2,
+        "static",
+        "task type 自定义任务 (custom)",
+        "Step 2: choose 自定义任务 (custom) as the task type",
+    ),
+    DocCheck(
+        "2.3",
+        _S2,
+        "static",
+        "one role, renamed worker",
+        "Step 2: keep exactly one role and name it worker",
+    ),
+    DocCheck(
+        "2.4",
+        _S2,
+        "static",
+        "worker shows as Header",
+        "Step 2: select the worker row and make sure it shows as Header",
+    ),
+    DocCheck(
+        "3.1",
+        _S3,
+        "cluster",
+        "the target cluster this environment provides",
+        "Step 3: choose the target cluster this environment provides (浏览集群)",
+    ),
+    DocCheck(
+        "3.2",
+        _S3,
+        "cluster",
+        "node selection hits exactly one node",
+        "Step 3: narrow the node selection until exactly 1 node is selected; otherwise "
+        "several Workers each start a Ray head",
+    ),
+    DocCheck(
+        "3.3",
+        _S3,
+        "static",
+        "GPU count the Worker needs, within node capacity",
+        "Step 3: request at least the GPUs the placement uses (ranks 0-7 → 8) and no "
+        "more than the selected node can allocate",
+    ),
+    DocCheck(
+        "3.4",
+        _S3,
+        "static",
+        "a pinned tag or a digest the cluster can pull",
+        "Step 3: fill in a pinned tag (not latest) or a digest that the target cluster can pull",
+    ),
+    DocCheck(
+        "3.5",
+        _S3,
+        "static",
+        "RLark replaces ENTRYPOINT: preparation goes in the prepare script",
+        "Step 3: put environment activation, cd and file preparation into the prepare "
+        "script; RLark does not run the image ENTRYPOINT",
+    ),
+    DocCheck(
+        "3.6",
+        _S3,
+        "static",
+        "environment variables are non-sensitive",
+        "Step 3 / Step 5: remove secrets from environment variables and use the "
+        "environment's credential injection",
+    ),
+    DocCheck(
+        "3.7",
+        _S3,
+        "static",
+        "the program reads and writes through mount paths",
+        "Step 3: make RLinf write checkpoints and logs (runner.logger.log_path) under a "
+        "mount's container path; files outside mounts are lost when the Pod is rebuilt",
+    ),
+    DocCheck(
+        "4.1",
+        _S4,
+        "static",
+        "worker is the Header role",
+        "Step 4: in 选择 Head 节点, confirm worker is the Header role",
+    ),
+    DocCheck(
+        "4.2",
+        _S4,
+        "static",
+        "single-cluster jobs use no cross-cluster network",
+        "Step 4: keep the default: no cross-cluster network",
+    ),
+    DocCheck(
+        "4.3",
+        _S4,
+        "static",
+        "SSH public key only when remote access is needed",
+        "Step 4: choose an SSH public key only when remote access is really needed",
+    ),
+    DocCheck(
+        "4.4",
+        _S4,
+        "static",
+        "the validated RLinf start command, with cd when needed",
+        "Step 4: paste the validated RLinf start command; add an explicit cd when it "
+        "depends on the working directory",
+    ),
+    DocCheck(
+        "4.5",
+        _S4,
+        "static",
+        "TensorBoard: where the program writes event files",
+        "Step 4: fill in <runner.logger.log_path>/tensorboard (or a parent), under a mount",
+    ),
+    DocCheck(
+        "5.1",
+        _S5,
+        "static",
+        "RLark roles: 1, named worker",
+        "Step 5: the YAML must have one role, named worker",
+    ),
+    DocCheck("5.2", _S5, "static", "Workers: 1", "Step 5: the one role must have 1 replica"),
+    DocCheck(
+        "5.3",
+        _S5,
+        "static",
+        "Ray nodes: 1, equal to cluster.num_nodes",
+        "Step 5: Workers, Ray nodes and the effective cluster.num_nodes must all be 1",
+    ),
+    DocCheck(
+        "5.4",
+        _S5,
+        "static",
+        "Header: worker, replicas 1",
+        "Step 5: the Header must be worker with 1 replica",
+    ),
+    DocCheck(
+        "5.5",
+        _S5,
+        "static",
+        "GPU consistent with the RLinf config and node capacity",
+        "Step 5: the YAML's GPU count must match the RLinf placement and the node capacity",
+    ),
+    DocCheck(
+        "5.6",
+        _S5,
+        "static",
+        "image, command and mounts equal the prepared values",
+        "Step 5: make image, commands and mounts in the YAML equal what you prepared",
+    ),
+    DocCheck(
+        "5.7",
+        _S5,
+        "cluster",
+        "node selection only hits the expected node",
+        "Step 5: make the node selection hit only the expected Node",
+    ),
+    DocCheck(
+        "5.8",
+        _S5,
+        "static",
+        "no passwords, private keys, tokens or storage keys",
+        "Step 5 (保护敏感信息): remove the secret from the task configuration and use the "
+        "credential injection this environment allows",
+    ),
+    DocCheck(
+        "6.1",
+        _S6,
+        "runtime",
+        "the Job appears in the task list",
+        "Step 6: the Job was not listed; check the submission and the platform's task list",
+    ),
+    DocCheck(
+        "6.2",
+        _S6,
+        "runtime",
+        "one actual Pod for the one Worker, on the expected Node",
+        "Step 6 → 首次运行问题排查: check node selection, GPU count and image (Step 3)",
+    ),
+    DocCheck(
+        "6.3",
+        _S6,
+        "runtime",
+        "logs show the Ray head started and the run script began",
+        "Step 6 → 首次运行问题排查: check the prepare script and the image environment "
+        "(Step 3), then the run script (Step 4)",
+    ),
+    DocCheck(
+        "6.4",
+        _S6,
+        "runtime",
+        "RLinf logs show the predetermined progress",
+        "Step 6 → 首次运行问题排查: check the RLinf config and start command (Step 1, "
+        "Step 4) and the first signal you prepared",
+    ),
+    DocCheck(
+        "6.5",
+        _S6,
+        "runtime",
+        "checkpoint or output persisted and readable again",
+        "Step 6 → 首次运行问题排查: make RLinf write under a mount's container path "
+        "(Step 3, 在训练任务中使用存储)",
+    ),
+)
+
+BY_ID: dict[str, DocCheck] = {c.id: c for c in CHECKS}
+ORDER: dict[str, int] = {c.id: i for i, c in enumerate(CHECKS)}
+
+
+def remedy(check_id: str) -> str:
+    return BY_ID[check_id].remedy if check_id in BY_ID else ""
+
+
+def earliest(ids: list[str]) -> str | None:
+    """The check that comes first in the doc's troubleshooting order."""
+    known = [i for i in ids if i in ORDER]
+    return min(known, key=ORDER.__getitem__) if known else None

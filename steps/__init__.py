@@ -1,0 +1,1 @@
+"""Step definitions by subject; thin wrappers over the rlark_acceptance library."""

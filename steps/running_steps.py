@@ -1,0 +1,163 @@
+"""Step 6 as a user sees it: the Job listed, the Pod, Ray, the first signal, the checkpoint."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from pytest_bdd import given, parsers, then, when
+
+from fixtures.workspace import Workspace
+from rlark_acceptance.acceptance_run import AcceptanceRun, accept, submit_and_confirm
+from rlark_acceptance.preflight import preflight_profile
+from rlark_acceptance.profile import load_profile
+
+
+@pytest.fixture(scope="session")
+def accepted_run(
+    pytestconfig: pytest.Config, target_profile: Any, target_environment: None
+) -> Iterator[AcceptanceRun]:
+    """The one real submission of the profile's Job, shared by every Step 6 scenario."""
+    from fixtures.run_record import RECORD_KEY
+    from rlark_acceptance.adapters import open_adapter
+
+    adapter = open_adapter(target_profile)
+    try:
+        run = accept(target_profile, adapter)
+        pytestconfig.stash[RECORD_KEY] = run
+        yield run
+    finally:
+        adapter.close()
+
+
+@given("the default acceptance profile has passed the pre-flight", target_fixture="run")
+def passed_preflight(accepted_run: AcceptanceRun) -> AcceptanceRun:
+    pre = accepted_run.preflight
+    if pre.verdict != "pass":
+        errors = [
+            f"{f.check} {f.code} {f.location}: {f.message}"
+            for f in pre.findings
+            if f.severity == "error"
+        ]
+        pytest.fail(
+            "[preflight] the profile does not pass the pre-flight, nothing was "
+            "submitted:\n  " + "\n  ".join(errors)
+        )
+    return accepted_run
+
+
+@given("its Job has been submitted to the target")
+def submitted(run: AcceptanceRun) -> None:
+    assert run.submitted, "[6.1] the Job was not submitted"
+
+
+def _phase(run: AcceptanceRun, check: str) -> None:
+    assert run.record is not None
+    p = run.record.phases.get(check)
+    if p is None or p.status == "skipped":
+        pytest.skip(f"[{check}] {p.message if p else 'not reached'}")
+    if p.status != "passed":
+        pytest.fail(f"[{check}] {p.message}", pytrace=False)
+
+
+@then("the Job appears in the task list")
+def job_listed(run: AcceptanceRun) -> None:
+    _phase(run, "6.1")
+
+
+@then("exactly one Pod runs the Worker on the expected node")
+def one_pod(run: AcceptanceRun) -> None:
+    _phase(run, "6.2")
+
+
+@then("the logs show the Ray head started and then the run script's first output")
+def ray_started(run: AcceptanceRun) -> None:
+    _phase(run, "6.3")
+
+
+@then("the config RLinf printed at start-up has cluster.num_nodes 1")
+def printed_num_nodes(run: AcceptanceRun) -> None:
+    _phase(run, "1.1")
+
+
+@then(
+    "its placement, world sizes, offload, pipeline stages, algorithm, model, data and "
+    "checkpoint settings equal the validated ones"
+)
+def printed_fingerprint(run: AcceptanceRun) -> None:
+    _phase(run, "1.2")
+
+
+@then("the RLinf logs show the first signal")
+def first_signal(run: AcceptanceRun) -> None:
+    _phase(run, "6.4")
+
+
+@then("a checkpoint is readable at the expected location")
+def checkpoint_readable(run: AcceptanceRun) -> None:
+    _phase(run, "6.5")
+    assert run.record is not None and run.record.checkpoint is not None
+    assert run.record.checkpoint.ok, f"[6.5] {run.record.checkpoint.summary()}"
+
+
+@then("it is still readable after the Worker is gone")
+def readable_after_delete(run: AcceptanceRun) -> None:
+    assert run.record is not None
+    again = run.record.checkpoint_after_delete
+    assert again is not None and again.ok, "[6.5] the checkpoint was not read again after delete"
+    assert run.record.pods == [], f"[6.5] the Worker still exists: {run.record.pods}"
+
+
+# -- 首次运行问题排查: deliberately broken Jobs ----------------------------------------------
+
+
+@when("the Job is submitted despite the pre-flight", target_fixture="fault_run")
+def submit_broken(workspace: Workspace, adapter: Any) -> AcceptanceRun:
+    path = workspace.write()
+    pre = preflight_profile(path)
+    record = submit_and_confirm(adapter, load_profile(path), pre)
+    return AcceptanceRun(pre, record)
+
+
+@when("the acceptance run starts", target_fixture="fault_run")
+def start_run(workspace: Workspace, adapter: Any) -> AcceptanceRun:
+    return accept(load_profile(workspace.write()), adapter)
+
+
+@then(parsers.re(r'check (?P<check>[\w.]+) is the earliest failure(?: naming "(?P<text>[^"]+)")?$'))
+def earliest_failure(fault_run: AcceptanceRun, check: str, text: str | None) -> None:
+    rec = fault_run.record
+    assert rec is not None
+    first = rec.earliest_failure
+    phases = "; ".join(f"{p.check} {p.status}: {p.message}" for p in rec.phases.values())
+    assert first is not None, f"nothing failed: {phases}"
+    assert first.check == check, f"the earliest failure is {first.check}, not {check}: {phases}"
+    if text:
+        assert text in first.message, f"{first.check} says {first.message!r}, not {text!r}"
+
+
+@then(parsers.parse("the verdict did not wait for the {timeout} timeout"))
+def not_a_timeout(fault_run: AcceptanceRun, timeout: str) -> None:
+    rec = fault_run.record
+    assert rec is not None and rec.earliest_failure is not None
+    first = rec.earliest_failure
+    assert f"timeouts.{timeout}" not in first.message, f"{first.check} timed out: {first.message}"
+    assert first.at is not None
+
+
+@then(parsers.parse("the pre-flight had failed check {check}"))
+def preflight_had_failed(fault_run: AcceptanceRun, check: str) -> None:
+    assert fault_run.preflight.outcome.status(check) == "failed"
+
+
+@then(parsers.parse("it stops at the pre-flight naming check {check}"))
+def stopped_at_preflight(fault_run: AcceptanceRun, check: str) -> None:
+    assert fault_run.record is None, "the Job was submitted although the pre-flight failed"
+    assert fault_run.preflight.outcome.status(check) == "failed"
+
+
+@then("nothing was submitted to the target")
+def nothing_submitted(fault_run: AcceptanceRun, adapter: Any, workspace: Workspace) -> None:
+    namespace = (workspace.job or {}).get("metadata", {}).get("namespace", "rlinf-acceptance")
+    assert adapter.list_jobs(namespace) == []
