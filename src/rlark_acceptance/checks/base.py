@@ -119,13 +119,12 @@ def under(path: str, root: str) -> bool:
 
 def mount_for(path: str, mounts: list[Mount]) -> Mount | None:
     """The most specific mount whose container path holds ``path``."""
-    best: Mount | None = None
-    for m in mounts:
-        cp = m.container_path
-        if cp and posixpath.isabs(cp) and under(path, cp):
-            if best is None or len(cp) > len(best.container_path or ""):  # noqa: SIM102
-                best = m
-    return best
+    holding = [
+        m
+        for m in mounts
+        if m.container_path and posixpath.isabs(m.container_path) and under(path, m.container_path)
+    ]
+    return max(holding, key=lambda m: len(m.container_path or ""), default=None)
 
 
 def nodes_matching(nodes: list[NodeSpec], selector: Any) -> list[NodeSpec]:
