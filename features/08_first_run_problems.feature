@@ -4,6 +4,14 @@ Feature: 首次运行问题排查 (first-run troubleshooting starts at the earli
   at once, naming the cause and the doc's remedy, and must not run into a timeout.
   Each scenario submits a deliberately broken Job to the target and expects the verdict.
 
+  @check-6.1 @check-2.1 @negative @runtime
+  Scenario: a task name the platform refuses never reaches the task list
+    Given the default acceptance profile
+    And the task is named "RLinf_Smoke"
+    When the Job is submitted despite the pre-flight
+    Then check 6.1 is the earliest failure naming "RLinf_Smoke"
+    And the pre-flight had failed check 2.1
+
   @check-6.4 @negative @runtime
   Scenario: the first signal never appears
     Given the default acceptance profile

@@ -21,7 +21,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .adapters.base import FATAL_REASONS, Adapter, Event, JobRef, Observation, PodStatus
+from .adapters.base import (
+    FATAL_REASONS,
+    Adapter,
+    Event,
+    JobRef,
+    Observation,
+    PodStatus,
+    SubmitRejected,
+)
 from .checks.base import mount_for
 from .fingerprint import differences, fingerprint
 from .job import Job
@@ -131,7 +139,10 @@ def confirm_running(
 
     t0 = time.monotonic()
     try:
-        rec.ref = adapter.submit(job, manifest)
+        try:
+            rec.ref = adapter.submit(job, manifest)
+        except SubmitRejected as exc:
+            raise _fail(done, "6.1", f"the platform refused the Job: {exc}", t0) from None
         rec.durations["submit"] = time.monotonic() - t0
         listed = rec.ref.name in adapter.list_jobs(rec.ref.namespace)
         done(

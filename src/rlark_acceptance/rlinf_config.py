@@ -227,7 +227,19 @@ class ConfigLoader:
         }
         for group_key, (_o, src) in group_choices.items():
             cfg.applied[f"<group>{group_key[0]}"] = src
-        self._compose(cfg, primary, search, "", "", group_choices, is_primary=True)
+        used: set[tuple[str, str | None]] = set()
+        self._compose(cfg, primary, search, "", "", group_choices, used, is_primary=True)
+        for key, (_o, src) in group_choices.items():
+            if key not in used:
+                name = key[0] + (f"@{key[1]}" if key[1] else "")
+                cfg.problems.append(
+                    ConfigProblem(
+                        f"override {src.text!r}: {name} matches no group in the defaults list; "
+                        "Hydra refuses it",
+                        src.origin,
+                        fatal=True,
+                    )
+                )
         cfg.data.pop("hydra", None)
         for o, src in parsed:
             if (o.key_or_group, o.package) in group_choices:
@@ -282,7 +294,8 @@ class ConfigLoader:
         key = o.key_or_group
         exists = cfg.has(key)
         if o.type == OverrideType.DEL:
-            if not exists:
+            # Hydra selects the key first and takes a null value for a missing one.
+            if not exists or cfg.raw(key) is None:
                 cfg.problems.append(
                     ConfigProblem(
                         f"override {src.text!r} deletes {key}, which the config lacks",
@@ -334,6 +347,7 @@ class ConfigLoader:
         group_dir: str,
         package: str,
         choices: Mapping[tuple[str, str | None], tuple[HydraOverride, Override]],
+        used: set[tuple[str, str | None]],
         *,
         is_primary: bool,
         depth: int = 0,
@@ -354,16 +368,20 @@ class ConfigLoader:
                 self_seen = True
                 self._merge_layer(cfg, doc, body, package)
                 continue
-            group, option, pkg, optional = entry
+            group, option, pkg, optional, selectable = entry
             if group.startswith("hydra/") or group == "hydra":
                 continue
-            key = (group, pkg)
-            if key in choices:
-                option = str(choices[key][0].value())
-            elif (group, None) in choices and pkg is None:
-                option = str(choices[(group, None)][0].value())
-            elif group in overrides_in_list:
-                option = overrides_in_list[group]
+            # Only 'group: option' entries are choices; 'group/option' names one config.
+            if selectable:
+                key = (group, pkg)
+                if key in choices:
+                    option = str(choices[key][0].value())
+                    used.add(key)
+                elif (group, None) in choices and pkg is None:
+                    option = str(choices[(group, None)][0].value())
+                    used.add((group, None))
+                elif group in overrides_in_list:
+                    option = overrides_in_list[group]
             if option is None:
                 continue
             rel_group = _join_path(group_dir, group)
@@ -385,7 +403,15 @@ class ConfigLoader:
             child_pkg = _child_package(self._header(file), group, pkg, package)
             child_dir = rel_group
             self._compose(
-                cfg, child, search, child_dir, child_pkg, {}, is_primary=False, depth=depth + 1
+                cfg,
+                child,
+                search,
+                child_dir,
+                child_pkg,
+                {},
+                used,
+                is_primary=False,
+                depth=depth + 1,
             )
         if not self_seen:
             # Hydra 1.1: a config's own content overrides what its defaults list brought in.
@@ -407,10 +433,10 @@ class ConfigLoader:
                     # 'env/maniskill@env.train': group 'env', option 'maniskill'
                     head, _, pkg_part = spec.partition("@")
                     group, _, option = head.rpartition("/")
-                    entries.append((i, (group, option, pkg_part or None, False)))
+                    entries.append((i, (group, option, pkg_part or None, False, False)))
                 else:
                     # A config in the same folder, merged at this package.
-                    entries.append((i, ("", spec, None, False)))
+                    entries.append((i, ("", spec, None, False, False)))
                 continue
             if isinstance(raw, dict) and len(raw) == 1:
                 ((k, v),) = raw.items()
@@ -423,9 +449,8 @@ class ConfigLoader:
                     optional = True
                     k = k.removeprefix("optional ").strip()
                 group, _, pkg_part = k.partition("@")
-                entries.append(
-                    (i, (group, None if v is None else str(v), pkg_part or None, optional))
-                )
+                option = None if v is None else str(v)
+                entries.append((i, (group, option, pkg_part or None, optional, True)))
                 continue
             cfg.problems.append(
                 ConfigProblem(f"defaults entry {raw!r} is not understood", doc.loc("defaults", i))

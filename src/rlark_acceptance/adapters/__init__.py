@@ -6,7 +6,16 @@ from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
-from .base import FATAL_REASONS, Adapter, Event, Happening, JobRef, Observation, PodStatus
+from .base import (
+    FATAL_REASONS,
+    Adapter,
+    Event,
+    Happening,
+    JobRef,
+    Observation,
+    PodStatus,
+    SubmitRejected,
+)
 
 if TYPE_CHECKING:
     from ..profile import Profile
@@ -37,5 +46,6 @@ __all__ = [
     "JobRef",
     "Observation",
     "PodStatus",
+    "SubmitRejected",
     "open_adapter",
 ]

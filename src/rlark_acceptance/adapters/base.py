@@ -24,6 +24,10 @@ if TYPE_CHECKING:
     from ..storage.store import Store
 
 
+class SubmitRejected(Exception):
+    """The platform refused the Job (as the Kubernetes API answers 422 Invalid)."""
+
+
 @dataclass(frozen=True)
 class JobRef:
     name: str
@@ -125,7 +129,9 @@ class Adapter(Protocol):
     name: str
 
     def submit(self, job: Job, manifest: str) -> JobRef:
-        """Create the Job from its YAML text; returns at once (no waiting)."""
+        """Create the Job from its YAML text; returns at once (no waiting).
+
+        Raises ``SubmitRejected`` when the platform refuses it (an invalid name, say)."""
         ...
 
     def list_jobs(self, namespace: str) -> list[str]:
