@@ -144,3 +144,29 @@ def test_group_choices_and_packages_equal_hydra(tmp_path: Path, overrides: list[
         assert isinstance(got, str), f"Hydra refuses ({expected}) but the loader accepted"
     else:
         assert got == expected
+
+
+def _leaf_keys(tree: dict[str, Any], prefix: str = "") -> list[str]:
+    out: list[str] = []
+    for k, v in tree.items():
+        key = f"{prefix}.{k}" if prefix else str(k)
+        out += _leaf_keys(v, key) if isinstance(v, dict) and v else [key]
+    return out
+
+
+@pytest.mark.parametrize("path", TOP_LEVEL, ids=lambda p: p.name)
+def test_every_value_resolves_as_omegaconf_resolves_it(path: Path) -> None:
+    cfg = ConfigLoader().load(path)  # a refused config still has what did compose
+    reference = OmegaConf.create(cfg.data)
+    for key in _leaf_keys(cfg.data):
+        try:
+            want: Any = OmegaConf.select(reference, key, throw_on_resolution_failure=True)
+            if OmegaConf.is_config(want):
+                want = OmegaConf.to_container(want)
+        except Exception:
+            want = "<unresolvable>"
+        try:
+            got: Any = cfg.select(key)
+        except Exception:
+            got = "<unresolvable>"
+        assert got == want, key

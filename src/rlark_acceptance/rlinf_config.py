@@ -19,7 +19,9 @@ Example::
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
+import re
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +39,8 @@ from .findings import Location
 from .yamlsrc import YamlDoc, load_yaml
 
 _MISSING = object()
+_SLOW = object()
+_NODE_REF = re.compile(r"\$\{([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\}")
 
 
 @dataclass(frozen=True)
@@ -102,8 +106,12 @@ class RLinfConfig:
 
     def select(self, dotted: str, default: Any = None) -> Any:
         """The effective value at ``dotted``; unresolvable interpolations raise ``Unresolved``."""
-        if not self.has(dotted):
+        raw = self.raw(dotted, _MISSING)
+        if raw is _MISSING:
             return default
+        fast = self._fast(raw, frozenset({dotted}))
+        if fast is not _SLOW:
+            return fast
         try:
             value = OmegaConf.select(self.cfg, dotted, throw_on_resolution_failure=True)
         except (OmegaConfBaseException, ValueError, KeyError) as exc:
@@ -137,6 +145,9 @@ class RLinfConfig:
         return raw
 
     def _resolve_leaf(self, dotted: str, raw: Any) -> Any:
+        fast = self._fast(raw, frozenset({dotted}))
+        if fast is not _SLOW:
+            return fast
         try:
             value = OmegaConf.select(self.cfg, dotted, throw_on_resolution_failure=True)
         except (OmegaConfBaseException, ValueError, KeyError) as exc:
@@ -145,6 +156,43 @@ class RLinfConfig:
         if OmegaConf.is_config(value):
             return OmegaConf.to_container(value, resolve=False)
         return value
+
+    def _fast(self, raw: Any, seen: frozenset[str]) -> Any:
+        """Resolve plain values and ``${a.b}`` node references without building OmegaConf.
+
+        Composing the whole config into OmegaConf costs more than everything else an audit
+        does, and most values hold no interpolation or only references to other keys.
+        Anything else (resolvers such as ``oc.env``, relative keys, escapes, missing
+        values) returns ``_SLOW`` and goes to OmegaConf, so its semantics stay OmegaConf's.
+        """
+        if not isinstance(raw, str):
+            return raw
+        if raw == "???" or "\\" in raw:
+            return _SLOW
+        if "${" not in raw:
+            return raw
+        whole = _NODE_REF.fullmatch(raw)
+        if whole:
+            return self._ref(whole.group(1), seen)
+        pieces: list[str] = []
+        pos = 0
+        for m in _NODE_REF.finditer(raw):
+            value = self._ref(m.group(1), seen)
+            if value is _SLOW or isinstance(value, dict | list):
+                return _SLOW
+            pieces += [raw[pos : m.start()], str(value)]
+            pos = m.end()
+        pieces.append(raw[pos:])
+        text = "".join(pieces)
+        return _SLOW if "${" in text else text
+
+    def _ref(self, key: str, seen: frozenset[str]) -> Any:
+        if key in seen:
+            return _SLOW  # a cycle: let OmegaConf name it
+        target = self.raw(key, _MISSING)
+        if target is _MISSING or isinstance(target, dict | list):
+            return _SLOW
+        return self._fast(target, seen | {key})
 
     def note_unresolved(self, dotted: str, raw: Any, why: str) -> None:
         message = f"{dotted}: {raw!s} cannot be resolved offline ({why})"
@@ -216,7 +264,9 @@ class ConfigLoader:
         (a missing default, a bad override) is a ``ConfigProblem``.
         """
         p = Path(path)
-        primary = load_yaml(p) if shown is None else self._load_shown(p, shown)
+        primary = self.doc(p)
+        if shown is not None and shown != primary.path:
+            primary = dataclasses.replace(primary, path=shown)
         search = Path(config_dir) if config_dir else p.parent
         cfg = RLinfConfig(path=primary.path, primary=primary, data={})
         parsed = self._parse_overrides(list(overrides), cfg)
@@ -246,11 +296,6 @@ class ConfigLoader:
                 continue
             self._apply(cfg, o, src)
         return cfg
-
-    def _load_shown(self, p: Path, shown: str) -> YamlDoc:
-        doc = load_yaml(p)
-        doc.path = shown
-        return doc
 
     # -- overrides --------------------------------------------------------------------
 

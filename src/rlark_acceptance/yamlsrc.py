@@ -27,7 +27,11 @@ MAX_EXPANDED_NODES = 200_000
 KeyPath = tuple[Hashable, ...]
 
 
-class _Loader(yaml.SafeLoader):
+# libyaml's parser when PyYAML was built with it: several times faster on large configs.
+_Base: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_Base):  # type: ignore[misc,valid-type]
     """PyYAML's safe loader with OmegaConf's float rule.
 
     YAML 1.1 (PyYAML) reads ``1e-05`` as a string; OmegaConf, and so RLinf, read it as a
