@@ -1,0 +1,101 @@
+"""The training loop: RLinf's EmbodiedRunner reduced to what a smoke run needs.
+
+Same step semantics as RLinf (``max_steps`` capped by ``max_epochs``; ``check_progress``
+for when to save), same checkpoint layout, same TensorBoard location.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from .progress import format_line
+from .spec import SmokeSpec
+from .workers import ActorWorker, EnvWorker, RolloutWorker
+
+
+def compute_max_steps(runner: dict[str, Any]) -> int:
+    """As RLinf: one step per epoch, ``max_steps`` caps it when it is >= 0."""
+    max_steps = int(runner["max_epochs"])
+    if (cap := int(runner.get("max_steps", -1))) >= 0:
+        max_steps = min(max_steps, cap)
+    return max_steps
+
+
+def should_save(step: int, max_steps: int, save_interval: int) -> bool:
+    """RLinf's ``check_progress``: at save intervals and at the last step, if saving is on."""
+    if save_interval <= 0:
+        return False
+    return step % save_interval == 0 or step == max_steps
+
+
+def checkpoints_dir(cfg: dict[str, Any]) -> Path:
+    logger = cfg["runner"]["logger"]
+    return Path(logger["log_path"]) / logger["experiment_name"] / "checkpoints"
+
+
+class MetricLogger:
+    """TensorBoard when ``tensorboard`` is among ``logger_backends`` (as RLinf's MetricLogger)."""
+
+    def __init__(self, cfg: dict[str, Any]) -> None:
+        logger = cfg["runner"]["logger"]
+        self.writer = None
+        if "tensorboard" in (logger.get("logger_backends") or []):
+            from tensorboardX import SummaryWriter
+
+            self.writer = SummaryWriter(log_dir=os.path.join(logger["log_path"], "tensorboard"))
+
+    def log(self, metrics: dict[str, float], step: int) -> None:
+        if self.writer is not None:
+            for k, v in metrics.items():
+                self.writer.add_scalar(k, v, step)
+
+    def finish(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
+def run(cfg: dict[str, Any]) -> None:
+    """Create the worker groups on the attached Ray cluster and train ``max_steps`` steps."""
+    import ray
+
+    remote = ray.remote(num_cpus=0)  # tiny requests: never wait for a free CPU
+    spec = SmokeSpec.from_cfg(cfg)
+    # Ray actor handles: their methods gain .remote(), which static typing cannot see.
+    env: Any = remote(EnvWorker).options(name=spec.env_group)
+    env = env.remote(spec.obs_dim, spec.num_actions, spec.env_seed)
+    rollout: Any = remote(RolloutWorker).options(name=spec.rollout_group)
+    rollout = rollout.remote(spec.actor_seed + 1)
+    actor: Any = remote(ActorWorker).options(name=spec.actor_group).remote(spec)
+
+    runner_cfg = cfg["runner"]
+    max_steps = compute_max_steps(runner_cfg)
+    save_interval = int(runner_cfg.get("save_interval", -1))
+    ckpt_root = checkpoints_dir(cfg)
+    metric_logger = MetricLogger(cfg)
+    start = time.monotonic()
+    try:
+        for global_step in range(1, max_steps + 1):
+            t0 = time.monotonic()
+            # update_rollout_weights, then generate_rollouts, as in RLinf's runner
+            ray.get(rollout.sync_model_from_actor.remote(actor.get_weights.remote()))
+            batch = rollout.generate.remote(env.reset.remote(spec.num_envs))
+            rewards: Any = ray.get(env.step.remote(batch))
+            train = ray.get(actor.run_training.remote(batch, rewards, global_step))
+            metrics = {
+                "rollout/reward": float(rewards.mean()),
+                **{f"train/{k}": v for k, v in train.items()},
+                "time/step": time.monotonic() - t0,
+            }
+            if should_save(global_step, max_steps, save_interval):
+                path = ckpt_root / f"global_step_{global_step}" / "actor"
+                ray.get(actor.save_checkpoint.remote(str(path), global_step))
+                print(f"Saved checkpoint: {path}", flush=True)
+            metric_logger.log(metrics, global_step)
+            postfix = {k: metrics[k] for k in ("rollout/reward", "train/pg_loss", "train/lr")}
+            line = format_line(global_step, max_steps, time.monotonic() - start, postfix)
+            print(line, flush=True)
+    finally:
+        metric_logger.finish()

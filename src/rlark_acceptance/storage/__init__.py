@@ -1,0 +1,23 @@
+"""Reading run outputs back from where the Worker wrote them (6.5), structurally and safely.
+
+``Store`` abstracts a directory (``FileStore``) or an S3 prefix (``S3Store``);
+``verify_checkpoints`` checks RLinf's checkpoint layout and weight formats without
+downloading whole files or unpickling; ``verify_event_files`` checks TensorBoard events.
+"""
+
+from .checkpoint import CheckpointReport, verify_checkpoints
+from .store import FileStore, ObjectInfo, ObjectNotFound, S3Store, Store, StoreError
+from .tensorboard import EventFilesReport, verify_event_files
+
+__all__ = [
+    "CheckpointReport",
+    "EventFilesReport",
+    "FileStore",
+    "ObjectInfo",
+    "ObjectNotFound",
+    "S3Store",
+    "Store",
+    "StoreError",
+    "verify_checkpoints",
+    "verify_event_files",
+]

@@ -1,0 +1,140 @@
+"""Read what a pickle *would* build, without building it: never ``pickle.load``.
+
+Checkpoints are pickles, and unpickling runs code. This walks the opcode stream with
+``pickletools.genops`` and tracks the stack symbolically (strings, ints, globals as
+names, tuples), enough to list torch's persistent ids ``('storage', <type>, key,
+location, numel)`` that point at the archive's ``data/<key>`` entries. Nothing is
+imported or called.
+"""
+
+from __future__ import annotations
+
+import pickletools
+from dataclasses import dataclass, field
+from typing import Any
+
+MARK = object()
+
+
+@dataclass(frozen=True)
+class Global:
+    module: str
+    name: str
+
+
+class Opaque:
+    """A value this scan does not model (dicts, reduced objects...)."""
+
+
+@dataclass
+class PickleSummary:
+    opcodes: int = 0
+    persistent_ids: list[Any] = field(default_factory=list)
+    globals: set[str] = field(default_factory=set)
+
+    def storages(self) -> list[tuple[str, str, int]]:
+        """``(key, storage type name, numel)`` of every torch storage reference."""
+        out = []
+        for pid in self.persistent_ids:
+            if isinstance(pid, tuple) and len(pid) >= 5 and pid[0] == "storage":
+                typ = pid[1].name if isinstance(pid[1], Global) else str(pid[1])
+                if isinstance(pid[2], str) and isinstance(pid[4], int):
+                    out.append((pid[2], typ, pid[4]))
+        return out
+
+
+class PickleScanError(ValueError):
+    pass
+
+
+_STRINGS = {"BINUNICODE", "SHORT_BINUNICODE", "UNICODE", "BINUNICODE8", "STRING", "BINSTRING"}
+_STRINGS |= {"SHORT_BINSTRING"}
+_INTS = {"BININT", "BININT1", "BININT2", "LONG1", "LONG4", "INT", "LONG"}
+_PUTS = {"PUT", "BINPUT", "LONG_BINPUT"}
+_GETS = {"GET", "BINGET", "LONG_BINGET"}
+_TUPLES = {"TUPLE1": 1, "TUPLE2": 2, "TUPLE3": 3}
+
+
+def scan_pickle(data: bytes) -> PickleSummary:
+    """Walk every opcode of ``data``; raise ``PickleScanError`` if the stream is malformed."""
+    summary = PickleSummary()
+    stack: list[Any] = []
+    memo: dict[int, Any] = {}
+    try:
+        ops: list[tuple[Any, Any, Any]] = list(pickletools.genops(data))
+    except Exception as e:  # genops raises ValueError and friends on bad streams
+        raise PickleScanError(f"malformed pickle: {e}") from None
+    if not ops or ops[-1][0].name != "STOP":
+        raise PickleScanError("pickle has no STOP opcode")
+    for op, arg, pos in ops:
+        summary.opcodes += 1
+        name = op.name
+        try:
+            if name in _STRINGS:
+                stack.append(arg.decode("latin-1") if isinstance(arg, bytes) else arg)
+            elif name in _INTS:
+                stack.append(arg)
+            elif name == "GLOBAL":
+                module, _, qual = str(arg).partition(" ")
+                stack.append(Global(module, qual))
+                summary.globals.add(f"{module}.{qual}")
+            elif name == "STACK_GLOBAL":
+                qual, module = stack.pop(), stack.pop()
+                stack.append(Global(str(module), str(qual)))
+                summary.globals.add(f"{module}.{qual}")
+            elif name == "MARK":
+                stack.append(MARK)
+            elif name == "TUPLE":
+                stack.append(tuple(_pop_to_mark(stack)))
+            elif name in _TUPLES:
+                n = _TUPLES[name]
+                items = stack[-n:]
+                if len(items) != n or any(i is MARK for i in items):
+                    raise PickleScanError(f"{name} at byte {pos}: stack underflow")
+                del stack[-n:]
+                stack.append(tuple(items))
+            elif name == "EMPTY_TUPLE":
+                stack.append(())
+            elif name in _PUTS:
+                memo[int(arg)] = stack[-1]
+            elif name == "MEMOIZE":
+                memo[len(memo)] = stack[-1]
+            elif name in _GETS:
+                stack.append(memo[int(arg)])
+            elif name == "BINPERSID":
+                summary.persistent_ids.append(stack.pop())
+                stack.append(Opaque())
+            elif name == "PERSID":
+                summary.persistent_ids.append(arg)
+                stack.append(Opaque())
+            elif name in ("PROTO", "FRAME", "STOP"):
+                continue
+            else:
+                _generic(op, stack)
+        except (IndexError, KeyError) as e:
+            raise PickleScanError(
+                f"{name} at byte {pos}: inconsistent stack or memo ({e})"
+            ) from None
+    return summary
+
+
+def _pop_to_mark(stack: list[Any]) -> list[Any]:
+    for i in range(len(stack) - 1, -1, -1):
+        if stack[i] is MARK:
+            items = stack[i + 1 :]
+            del stack[i:]
+            return items
+    raise IndexError("no MARK on the stack")
+
+
+def _generic(op: pickletools.OpcodeInfo, stack: list[Any]) -> None:
+    """Apply an opcode's documented stack effect with opaque results."""
+    before = list(op.stack_before)
+    if pickletools.markobject in before:
+        _pop_to_mark(stack)
+        before = before[: before.index(pickletools.markobject)]
+    for _ in before:
+        if stack.pop() is MARK:
+            raise IndexError("MARK consumed as a value")
+    for item in op.stack_after:
+        stack.append(MARK if item is pickletools.markobject else Opaque())

@@ -1,0 +1,247 @@
+"""Where run outputs are read back from (6.5): a host path / volume, or object storage.
+
+Keys are ``/``-separated and relative to the store's root (a directory, or a bucket
+prefix), so the same checker runs against both. Reads are ranged, so checking a large
+checkpoint reads headers and directories, not whole files.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from tenacity import (
+    retry,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_exponential,
+)
+
+
+@dataclass(frozen=True, order=True)
+class ObjectInfo:
+    key: str
+    size: int
+
+
+class StoreError(Exception):
+    """A read or listing failed; ``code`` is the storage's own error code (``NoSuchKey``...)."""
+
+    def __init__(self, code: str, key: str, message: str) -> None:
+        super().__init__(f"{key}: {code}: {message}")
+        self.code = code
+        self.key = key
+        self.detail = message
+
+
+class ObjectNotFound(StoreError):
+    def __init__(self, key: str, message: str = "no such object", code: str = "NoSuchKey") -> None:
+        super().__init__(code, key, message)
+
+
+@runtime_checkable
+class Store(Protocol):
+    def list(self, prefix: str = "") -> list[ObjectInfo]:
+        """Every object whose key starts with ``prefix`` (recursive), sorted by key."""
+        ...
+
+    def read(self, key: str, start: int = 0, end: int | None = None) -> bytes:
+        """Bytes ``[start, end)`` of one object (``end=None``: to its end)."""
+        ...
+
+    def describe(self) -> str:
+        """Where this store reads from, for reports; never contains credentials."""
+        ...
+
+
+def join_key(*parts: str) -> str:
+    """Join key parts with single slashes, ignoring empty parts."""
+    return "/".join(p.strip("/") for p in parts if p.strip("/"))
+
+
+class FileStore:
+    """A directory tree: a host path or a mounted volume."""
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root)
+
+    def describe(self) -> str:
+        return f"file://{self.root.resolve()}"
+
+    def _path(self, key: str) -> Path:
+        rel = Path(key.lstrip("/"))
+        if ".." in rel.parts:
+            raise StoreError("InvalidKey", key, "key leaves the store root")
+        return self.root / rel
+
+    def list(self, prefix: str = "") -> list[ObjectInfo]:
+        # A prefix is a string prefix as on S3: "ck" matches "ckpt/a" as well as "ck/b".
+        prefix = prefix.lstrip("/")
+        whole_dir = not prefix or prefix.endswith("/")
+        base = self._path(prefix) if whole_dir else self._path(prefix).parent
+        if not base.is_dir():
+            return []
+        out: list[ObjectInfo] = []
+        for dirpath, _dirs, files in os.walk(base):
+            for name in files:
+                path = Path(dirpath) / name
+                key = path.relative_to(self.root).as_posix()
+                if key.startswith(prefix) and path.is_file():
+                    out.append(ObjectInfo(key, path.stat().st_size))
+        return sorted(out)
+
+    def read(self, key: str, start: int = 0, end: int | None = None) -> bytes:
+        path = self._path(key)
+        try:
+            with path.open("rb") as f:
+                f.seek(start)
+                return f.read() if end is None else f.read(max(0, end - start))
+        except FileNotFoundError:
+            raise ObjectNotFound(key) from None
+        except IsADirectoryError:
+            raise ObjectNotFound(key, "is a directory") from None
+        except PermissionError as e:
+            raise StoreError("AccessDenied", key, str(e.strerror)) from None
+
+
+# Error codes a retry can fix. Everything else (NoSuchKey, AccessDenied,
+# SignatureDoesNotMatch, InvalidAccessKeyId, NoSuchBucket...) fails at once.
+TRANSIENT_CODES = frozenset(
+    {
+        "RequestTimeout",
+        "RequestTimeoutException",
+        "SlowDown",
+        "Throttling",
+        "ThrottlingException",
+        "RequestLimitExceeded",
+        "InternalError",
+        "ServiceUnavailable",
+        "PriorRequestNotComplete",
+        "500",
+        "502",
+        "503",
+        "504",
+    }
+)
+MAX_ATTEMPTS = 4
+
+
+def _is_transient(exc: BaseException) -> bool:
+    from botocore.exceptions import ClientError, ConnectionError, HTTPClientError
+
+    if isinstance(exc, ClientError):
+        err = exc.response.get("Error", {})
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+        return err.get("Code") in TRANSIENT_CODES or (status or 0) >= 500
+    # Connection refused / reset / timed out: botocore.exceptions.ConnectionError and
+    # HTTPClientError cover EndpointConnectionError, ReadTimeoutError, ConnectionClosedError.
+    return isinstance(exc, ConnectionError | HTTPClientError)
+
+
+_retry = retry(
+    retry=retry_if_exception(_is_transient),
+    stop=stop_after_attempt(MAX_ATTEMPTS),
+    wait=wait_exponential(multiplier=0.2, max=2.0),
+    reraise=True,
+)
+
+
+def _strip_userinfo(url: str | None) -> str:
+    """The endpoint without ``user:password@`` (even unencoded, where urlsplit gets lost)."""
+    if not url:
+        return ""
+    scheme, sep, rest = url.partition("://")
+    if "@" in rest:
+        rest = rest.rpartition("@")[2]
+    return f"{scheme}{sep}{rest}".rstrip("/")
+
+
+class S3Store:
+    """Objects under ``s3://bucket/prefix``; the boto3 client (and credentials) is the caller's."""
+
+    def __init__(
+        self, client: Any, bucket: str, prefix: str = "", page_size: int | None = None
+    ) -> None:
+        self.client = client
+        self.bucket = bucket
+        self.prefix = prefix.strip("/")
+        self.page_size = page_size  # None: the server's default page (1000 keys on S3)
+
+    def describe(self) -> str:
+        return f"s3://{join_key(self.bucket, self.prefix)}"
+
+    @property
+    def endpoint(self) -> str:
+        """The S3 endpoint this client talks to, without any userinfo (for reports)."""
+        return _strip_userinfo(getattr(getattr(self.client, "meta", None), "endpoint_url", ""))
+
+    def _full(self, key: str) -> str:
+        return join_key(self.prefix, key) if self.prefix else key.lstrip("/")
+
+    def _error(self, exc: Exception, key: str) -> StoreError:
+        from botocore.exceptions import ClientError
+
+        if isinstance(exc, ClientError):
+            err = exc.response.get("Error", {})
+            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            code = str(err.get("Code") or status or "ClientError")
+            # Only Code and Message: S3 error bodies can echo the access key id and the
+            # string to sign, which do not belong in reports.
+            msg = f"{err.get('Message') or 'request failed'} (HTTP {status}, bucket {self.bucket})"
+            if code in ("NoSuchKey", "404", "NotFound"):
+                return ObjectNotFound(key, msg, code="NoSuchKey")
+            return StoreError(code, key, msg)
+        return StoreError(type(exc).__name__, key, str(exc))
+
+    @_retry
+    def _list_page(self, prefix: str, token: str | None) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"Bucket": self.bucket, "Prefix": prefix}
+        if self.page_size:
+            kwargs["MaxKeys"] = self.page_size
+        if token:
+            kwargs["ContinuationToken"] = token
+        return self.client.list_objects_v2(**kwargs)
+
+    def list(self, prefix: str = "") -> list[ObjectInfo]:
+        full = self._full(prefix)
+        # A directory-like prefix, or the store's own root: never match "root-other/...".
+        if full and (not prefix.strip("/") or prefix.endswith("/")):
+            full += "/"
+        strip = len(self.prefix) + 1 if self.prefix else 0
+        out: list[ObjectInfo] = []
+        token: str | None = None
+        while True:
+            try:
+                page = self._list_page(full, token)
+            except Exception as e:
+                raise self._error(e, prefix or "/") from None
+            for obj in page.get("Contents", []):
+                out.append(ObjectInfo(obj["Key"][strip:], int(obj["Size"])))
+            token = page.get("NextContinuationToken")
+            if not page.get("IsTruncated") or not token:
+                return sorted(out)
+
+    @_retry
+    def _get(self, key: str, byte_range: str | None) -> bytes:
+        kwargs: dict[str, Any] = {"Bucket": self.bucket, "Key": key}
+        if byte_range:
+            kwargs["Range"] = byte_range
+        body = self.client.get_object(**kwargs)["Body"]
+        try:
+            return body.read()
+        finally:
+            body.close()
+
+    def read(self, key: str, start: int = 0, end: int | None = None) -> bytes:
+        if end is not None and end <= start:
+            return b""
+        # HTTP ranges are inclusive at both ends.
+        byte_range = None
+        if start > 0 or end is not None:
+            byte_range = f"bytes={start}-{'' if end is None else end - 1}"
+        try:
+            return self._get(self._full(key), byte_range)
+        except Exception as e:
+            raise self._error(e, key) from None
