@@ -3,7 +3,7 @@
 pytest_plugins = [
     "fixtures.acceptance",
     "fixtures.run_record",
-    # "fixtures.testenv",
+    "fixtures.testenv",
     "steps.profile_steps",
     "steps.job_steps",
     "steps.preflight_steps",

@@ -34,7 +34,7 @@ from .checks.base import mount_for
 from .fingerprint import differences, fingerprint
 from .job import Job
 from .profile import Profile
-from .storage import CheckpointReport, Store, StoreError, verify_checkpoints
+from .storage import CheckpointReport, Store, StoreError, snapshot, verify_checkpoints
 
 RAY_STARTED = re.compile(r"Ray runtime started")
 STORE_RELIST_SECONDS = 1.0
@@ -137,6 +137,13 @@ def confirm_running(
         if on_phase:
             on_phase(rec.phases[check])
 
+    # What is at the expected location before submission belongs to earlier runs.
+    baseline: dict[str, tuple[int, float | None]] | None = None
+    located = None
+    if isinstance(ri.expected_output, str) and ri.expected_output:
+        located = _safe(lambda: output_store(adapter, job, ri.expected_output), None)
+        if located is not None:
+            baseline = snapshot(*located)
     t0 = time.monotonic()
     try:
         try:
@@ -156,7 +163,9 @@ def confirm_running(
         if not listed:
             raise _Failed("6.1", rec.phases["6.1"].message)
         obs = _observe(adapter, rec, t0, timeouts, signal, expected_node, validated_config, done)
-        _confirm_output(adapter, rec, obs, t0, timeouts, ri.expected_output, done, delete_after)
+        _confirm_output(
+            adapter, rec, obs, t0, timeouts, ri.expected_output, baseline, done, delete_after
+        )
     except _Failed:
         pass
     finally:
@@ -239,6 +248,7 @@ def _observe(
                     phase, phase_start = "6.4", now
                     continue
                 if _worker_over(st):
+                    _settle(obs, st, rec)
                     missing = (
                         "the Ray head never started"
                         if st.ray_line is None
@@ -264,6 +274,7 @@ def _observe(
                     phase = "done"
                     break
                 if _worker_over(st):
+                    _settle(obs, st, rec)
                     raise _fail(
                         done,
                         "6.4",
@@ -380,6 +391,24 @@ def _scheduled(
     return True, f"one Pod, {pod.name}, on node {pod.node}"
 
 
+SETTLE_SECONDS = 10.0
+
+
+def _settle(obs: Observation, st: _State, rec: RunRecord) -> None:
+    """Once the log has ended, wait for the Pod's final status: it carries the exit code."""
+    deadline = time.monotonic() + SETTLE_SECONDS
+    while not (st.pod and (st.pod.terminal or st.pod.reason in FATAL_REASONS)):
+        item = obs.next(deadline - time.monotonic())
+        if item is None:
+            return
+        if item.kind == "pod" and item.pod is not None:
+            st.pod = item.pod
+        elif item.kind == "log" and item.line is not None:
+            rec.log.append(item.line)
+        elif item.kind == "event" and item.event is not None:
+            rec.events.append(item.event)
+
+
 def _worker_over(st: _State) -> bool:
     """The Worker can print nothing more: its log ended, or it can never start."""
     return st.ended or (st.pod is not None and st.pod.reason in FATAL_REASONS)
@@ -417,6 +446,7 @@ def _confirm_output(
     t0: float,
     timeouts: dict[str, float],
     expected: Any,
+    baseline: dict[str, tuple[int, float | None]] | None,
     done: Callable[[str, str, str, float | None], None],
     delete_after: bool,
 ) -> None:
@@ -431,7 +461,7 @@ def _confirm_output(
     report: CheckpointReport | None = None
     worker_over = False
     while True:
-        report = _try_verify(store, prefix)
+        report = _try_verify(store, prefix, baseline)
         if report is not None and report.ok:
             break
         if worker_over:
@@ -466,7 +496,7 @@ def _confirm_output(
     rec.durations["output"] = time.monotonic() - t0
     if delete_after:
         adapter.delete(rec.ref)
-        again = _try_verify(store, prefix)
+        again = _try_verify(store, prefix, baseline)
         rec.checkpoint_after_delete = again
         if again is None or not again.ok:
             what = again.summary() if again is not None else "nothing listed"
@@ -487,9 +517,11 @@ def _confirm_output(
     )
 
 
-def _try_verify(store: Store, prefix: str) -> CheckpointReport | None:
+def _try_verify(
+    store: Store, prefix: str, baseline: dict[str, tuple[int, float | None]] | None
+) -> CheckpointReport | None:
     try:
-        report = verify_checkpoints(store, prefix)
+        report = verify_checkpoints(store, prefix, baseline=baseline)
     except StoreError:
         return None
     return report if report.steps else None

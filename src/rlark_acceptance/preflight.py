@@ -130,9 +130,8 @@ def preflight_profile(
         real_robot_confirmed=prof.real_robot_confirmed,
     )
     outcome = run_checks(ctx)
-    return PreflightResult(
-        outcome, rlinf, job, prof, _shown(prof.rlinf_config) if prof.rlinf_config else None
-    )
+    shown = _shown(prof.rlinf_config) if prof.rlinf_config else None
+    return PreflightResult(outcome, rlinf, job, prof, shown, validated)
 
 
 def _effective(

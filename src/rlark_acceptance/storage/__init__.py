@@ -5,7 +5,7 @@
 downloading whole files or unpickling; ``verify_event_files`` checks TensorBoard events.
 """
 
-from .checkpoint import CheckpointReport, verify_checkpoints
+from .checkpoint import CheckpointReport, snapshot, verify_checkpoints
 from .store import FileStore, ObjectInfo, ObjectNotFound, S3Store, Store, StoreError
 from .tensorboard import EventFilesReport, verify_event_files
 
@@ -18,6 +18,7 @@ __all__ = [
     "S3Store",
     "Store",
     "StoreError",
+    "snapshot",
     "verify_checkpoints",
     "verify_event_files",
 ]

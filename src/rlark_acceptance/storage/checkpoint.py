@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .pickle_scan import PickleScanError, scan_pickle
@@ -30,6 +31,7 @@ class CheckpointReport:
     files_checked: list[str] = field(default_factory=list)  # keys relative to the prefix
     formats: list[str] = field(default_factory=list)  # safetensors | torch-zip | dcp
     problems: list[str] = field(default_factory=list)
+    stale: int = 0  # objects left out because they predate the run (see ``baseline``)
 
     @property
     def latest_step(self) -> int | None:
@@ -56,10 +58,28 @@ def _is_temp(rel: str) -> bool:
     return rel.endswith("/") or (name.startswith(".") and name.endswith(".tmp"))
 
 
+def snapshot(store: Store, checkpoints_prefix: str) -> dict[str, tuple[int, float | None]]:
+    """What is at the location now, to be told apart from what a run writes later."""
+    prefix = join_key(checkpoints_prefix)
+    try:
+        return {o.key: (o.size, o.modified) for o in store.list(prefix + "/" if prefix else "")}
+    except StoreError:
+        return {}
+
+
 def verify_checkpoints(
-    store: Store, checkpoints_prefix: str, *, all_steps: bool = False
+    store: Store,
+    checkpoints_prefix: str,
+    *,
+    all_steps: bool = False,
+    baseline: Mapping[str, tuple[int, float | None]] | None = None,
 ) -> CheckpointReport:
-    """Check the newest ``global_step_N/actor`` (every step with ``all_steps``) under the prefix."""
+    """Check the newest ``global_step_N/actor`` (every step with ``all_steps``) under the prefix.
+
+    ``baseline`` is a listing taken before the run (``snapshot``): objects still exactly as
+    they were then belong to an earlier run and are left out, so an old checkpoint at the
+    same location can never pass for this run's.
+    """
     prefix = join_key(checkpoints_prefix)
     report = CheckpointReport(location=f"{store.describe().rstrip('/')}/{prefix}".rstrip("/"))
     try:
@@ -75,11 +95,15 @@ def verify_checkpoints(
         rel = obj.key[len(prefix) + 1 :] if prefix else obj.key
         first, _, rest = rel.partition("/")
         m = STEP_RE.match(first)
+        if baseline is not None and baseline.get(obj.key) == (obj.size, obj.modified):
+            report.stale += 1
+            continue
         if m and rest and not _is_temp(rel):
             by_step[int(m.group(1))].append(ObjectInfo(rel, obj.size))
     report.steps = sorted(by_step)
     if not report.steps:
-        report.problems.append(f"{prefix or '/'}: no global_step_N directories")
+        older = f" ({report.stale} objects from before this run)" if report.stale else ""
+        report.problems.append(f"{prefix or '/'}: no global_step_N directories{older}")
         return report
     for step in report.steps if all_steps else report.steps[-1:]:
         report.checked_steps.append(step)

@@ -8,7 +8,7 @@ checkpoint reads headers and directories, not whole files.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -24,6 +24,9 @@ from tenacity import (
 class ObjectInfo:
     key: str
     size: int
+    # When the object was last written (epoch seconds), to tell this run's output from an
+    # earlier run's at the same location.
+    modified: float | None = field(default=None, compare=False)
 
 
 class StoreError(Exception):
@@ -89,7 +92,8 @@ class FileStore:
                 path = Path(dirpath) / name
                 key = path.relative_to(self.root).as_posix()
                 if key.startswith(prefix) and path.is_file():
-                    out.append(ObjectInfo(key, path.stat().st_size))
+                    st = path.stat()
+                    out.append(ObjectInfo(key, st.st_size, st.st_mtime))
         return sorted(out)
 
     def read(self, key: str, start: int = 0, end: int | None = None) -> bytes:
@@ -218,7 +222,14 @@ class S3Store:
             except Exception as e:
                 raise self._error(e, prefix or "/") from None
             for obj in page.get("Contents", []):
-                out.append(ObjectInfo(obj["Key"][strip:], int(obj["Size"])))
+                modified = obj.get("LastModified")
+                out.append(
+                    ObjectInfo(
+                        obj["Key"][strip:],
+                        int(obj["Size"]),
+                        modified.timestamp() if modified is not None else None,
+                    )
+                )
             token = page.get("NextContinuationToken")
             if not page.get("IsTruncated") or not token:
                 return sorted(out)

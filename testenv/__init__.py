@@ -1,0 +1,1 @@
+"""Real test services (Kubernetes control plane, S3 server) for rlark-acceptance."""

@@ -1,0 +1,130 @@
+"""testenv: real test services on loopback (Kubernetes control plane with simulated GPU
+nodes, and an S3 server), built from Go modules.
+
+    testenv up [s3|cluster|all]     build what is missing, start, wait, write the env file
+    testenv down [s3|cluster|all]   stop what `up` started (by pid) and remove its state
+    testenv status [--json]         what runs, its pids and memory (never credentials)
+    testenv env                     the env file, for `eval "$(testenv/testenv env)"`
+    testenv build [s3|cluster|all]  only build (e.g. to warm a CI cache)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from typing import Any
+
+from testenv import build, cluster, s3, state
+from testenv.paths import cache_root, state_root
+
+SERVICES = ("s3", "cluster")
+
+
+def _targets(which: str) -> tuple[str, ...]:
+    return SERVICES if which == "all" else (which,)
+
+
+def up(which: str = "all") -> dict[str, Any]:
+    """Idempotent: a healthy service is left as it is. Returns timings."""
+    started = time.monotonic()
+    targets = _targets(which)
+    built = build.ensure(tuple(r for t in targets for r in build.NEEDS[t]))
+    with state.locked():
+        st = state.load()
+        try:
+            for target in targets:
+                t0 = time.monotonic()
+                {"s3": s3.up, "cluster": cluster.up}[target](st)
+                build.say(f"{target} ready in {time.monotonic() - t0:.1f}s")
+        finally:
+            # Record whatever started, even on failure, so `down` can stop it.
+            state.save(st)
+    return {"built_seconds": built, "up_seconds": round(time.monotonic() - started, 1)}
+
+
+def down(which: str = "all") -> None:
+    with state.locked():
+        st = state.load()
+        # The cluster first: it is the bigger set, and s3 shares nothing with it.
+        for target in reversed(_targets(which)):
+            {"s3": s3.down, "cluster": cluster.down}[target](st)
+        if st.get("s3") or st.get("cluster"):
+            state.save(st)
+        else:
+            # Nothing left: remove all generated state but the lock file itself.
+            root = state_root()
+            for child in root.iterdir() if root.is_dir() else ():
+                if child.name == ".lock":
+                    continue
+                if child.is_dir():
+                    shutil.rmtree(child, ignore_errors=True)
+                else:
+                    child.unlink(missing_ok=True)
+
+
+def status() -> dict[str, Any]:
+    st = state.load()
+    report: dict[str, Any] = {
+        "state_dir": str(state_root()),
+        "cache_dir": str(cache_root()),
+        "built": {name: r.is_built() for name, r in build.RECIPES.items()},
+        "s3": s3.status(st),
+        "cluster": cluster.status(st),
+    }
+    rss = report["s3"].get("rss_mib", 0) + sum(
+        c["rss_mib"] for c in report["cluster"].get("components", {}).values()
+    )
+    report["total_rss_mib"] = round(rss, 1)
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="testenv", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    for name in ("up", "down", "build"):
+        p = sub.add_parser(name)
+        p.add_argument("which", nargs="?", default="all", choices=("all", *SERVICES))
+    p = sub.add_parser("status")
+    p.add_argument("--json", action="store_true")
+    sub.add_parser("env")
+    args = parser.parse_args(argv)
+
+    try:
+        if args.cmd == "up":
+            timings = up(args.which)
+            build.say(f"up done in {timings['up_seconds']}s; env file: {state.env_file()}")
+        elif args.cmd == "down":
+            down(args.which)
+            build.say("down: stopped")
+        elif args.cmd == "build":
+            build.ensure(tuple(r for t in _targets(args.which) for r in build.NEEDS[t]))
+        elif args.cmd == "env":
+            if not state.env_file().is_file():
+                build.say("no env file: run `testenv up` first")
+                return 1
+            sys.stdout.write(state.env_file().read_text())
+        elif args.cmd == "status":
+            report = status()
+            if args.json:
+                print(json.dumps(report, indent=2))
+            else:
+                for svc in SERVICES:
+                    info = report[svc]
+                    print(f"{svc}: {'running' if info.get('running') else 'down'}")
+                    for key, val in info.items():
+                        if key != "running":
+                            print(f"  {key}: {val}")
+                print(f"total rss: {report['total_rss_mib']} MiB")
+            ok = all(report[s]["running"] for s in SERVICES if state.load().get(s))
+            return 0 if ok and any(state.load().get(s) for s in SERVICES) else 1
+    except (build.BuildError, RuntimeError) as exc:
+        build.say(f"error: {exc}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

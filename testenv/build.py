@@ -1,0 +1,300 @@
+"""Build the real service binaries from their Go modules into a version-keyed cache.
+
+Every recipe reaches only the Go module proxy (through the ordinary ``go`` client), so it
+works on a fresh machine with no other network. A warm cache means ``up`` builds nothing.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from testenv import versions
+from testenv.paths import cache_root
+
+
+class BuildError(RuntimeError):
+    """A recipe failed; the message names the log with the full output."""
+
+
+@dataclass(frozen=True)
+class Recipe:
+    name: str
+    version: str
+    # Bump when the recipe itself changes, so old cache entries are not reused.
+    revision: int
+    binaries: tuple[str, ...]
+    run: Callable[[Path, Path, Path], None]  # (work dir, output dir, log file)
+
+    @property
+    def key(self) -> str:
+        return f"{self.name}-{self.version}-r{self.revision}"
+
+    @property
+    def dir(self) -> Path:
+        return cache_root() / self.key
+
+    def bin(self, binary: str) -> Path:
+        return self.dir / "bin" / binary
+
+    def is_built(self) -> bool:
+        return (self.dir / "BUILDINFO.json").is_file() and all(
+            self.bin(b).is_file() for b in self.binaries
+        )
+
+
+def _go_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        {
+            # Reproducible paths in the binaries and shared compile cache entries.
+            "GOFLAGS": "-trimpath",
+            # Pure Go binaries: no C toolchain needed, nothing to link at run time.
+            "CGO_ENABLED": "0",
+            # Never fetch another Go toolchain behind our back: fail loudly instead.
+            "GOTOOLCHAIN": "local",
+            "GOWORK": "off",
+            "GO111MODULE": "on",
+        }
+    )
+    return env
+
+
+def _go(args: list[str], cwd: Path, log: Path, extra_env: dict[str, str] | None = None) -> str:
+    env = _go_env()
+    if extra_env:
+        env.update(extra_env)
+    with log.open("a") as fh:
+        fh.write(f"\n$ (cd {cwd.name}) go {' '.join(args)}\n")
+        fh.flush()
+        proc = subprocess.run(
+            ["go", *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=fh, text=True
+        )
+        fh.write(proc.stdout)
+    if proc.returncode != 0:
+        tail = "".join(log.read_text(errors="replace").splitlines(keepends=True)[-25:])
+        raise BuildError(f"go {' '.join(args[:2])} failed (exit {proc.returncode}); see {log}\n{tail}")
+    return proc.stdout
+
+
+def _check_go() -> None:
+    if shutil.which("go") is None:
+        raise BuildError("the 'go' command is not on PATH; install Go >= 1.26 first")
+    out = subprocess.run(
+        ["go", "env", "GOVERSION"], capture_output=True, text=True, env=_go_env(), check=True
+    ).stdout.strip()
+    match = re.match(r"go(\d+)\.(\d+)", out)
+    if not match or (int(match[1]), int(match[2])) < versions.GO_MIN:
+        want = ".".join(map(str, versions.GO_MIN))
+        raise BuildError(f"Go {want} or newer is needed to build the pins, found {out!r}")
+
+
+def _module_info(module: str, version: str, cwd: Path, log: Path) -> dict[str, str]:
+    out = _go(["mod", "download", "-json", f"{module}@{version}"], cwd, log)
+    info: dict[str, str] = json.loads(out)
+    return info
+
+
+def _wrapper_gomod(name: str, require: str, replaces: list[tuple[str, str]]) -> str:
+    lines = [f"module rlark.local/testenv-{name}", "", "go 1.26.0", "", f"require {require}", ""]
+    if replaces:
+        lines.append("replace (")
+        lines += [f"\t{mod} => {mod} {ver}" for mod, ver in replaces]
+        lines.append(")")
+    return "\n".join(lines) + "\n"
+
+
+def _build_kubernetes(work: Path, out: Path, log: Path) -> None:
+    # k8s.io/kubernetes requires its staging modules at v0.0.0 and replaces them with
+    # ./staging paths, which only work inside its own repository. A wrapper module that
+    # replaces each with the published v0.<minor>.<patch> is what makes it buildable.
+    version = versions.KUBERNETES
+    major, minor, patch = version.lstrip("v").split(".")
+    staging_version = f"v0.{minor}.{patch}"
+    info = _module_info("k8s.io/kubernetes", version, work, log)
+    gomod = Path(info["GoMod"]).read_text()
+    staging = sorted(
+        {
+            m[1]
+            for m in re.finditer(r"^\s*(?:require\s+)?(k8s\.io/\S+)\s+v0\.0\.0(?:\s|$)", gomod, re.M)
+        }
+    )
+    (work / "go.mod").write_text(
+        _wrapper_gomod(
+            "k8s", f"k8s.io/kubernetes {version}", [(m, staging_version) for m in staging]
+        )
+    )
+    cmds = [f"k8s.io/kubernetes/cmd/{c}" for c in recipe_binaries["kubernetes"]]
+    _go(["get", *[f"{c}@{version}" for c in cmds]], work, log)
+    ldflags = " ".join(
+        [
+            "-s -w",
+            f"-X k8s.io/component-base/version.gitVersion={version}",
+            f"-X k8s.io/component-base/version.gitMajor={major.lstrip('v')}",
+            f"-X k8s.io/component-base/version.gitMinor={minor}",
+            "-X k8s.io/component-base/version.gitTreeState=clean",
+            f"-X k8s.io/client-go/pkg/version.gitVersion={version}",
+            f"-X k8s.io/client-go/pkg/version.gitMajor={major.lstrip('v')}",
+            f"-X k8s.io/client-go/pkg/version.gitMinor={minor}",
+        ]
+    )
+    # One invocation for all four commands so they share every compiled package.
+    _go(["build", "-ldflags", ldflags, "-o", str(out) + "/", *cmds], work, log)
+
+
+def _build_etcd(work: Path, out: Path, log: Path) -> None:
+    # etcd's server module replaces its sibling modules with relative paths, so
+    # `go install` refuses it; as a dependency of a wrapper those replaces are ignored
+    # and the published sibling versions it requires are used.
+    version = versions.ETCD
+    (work / "go.mod").write_text(_wrapper_gomod("etcd", f"go.etcd.io/etcd/server/v3 {version}", []))
+    _go(["get", f"go.etcd.io/etcd/server/v3@{version}"], work, log)
+    _go(
+        ["build", "-ldflags", "-s -w", "-o", str(out / "etcd"), "go.etcd.io/etcd/server/v3"],
+        work,
+        log,
+    )
+
+
+# Default kwok stages that kwokctl embeds: a custom stage list replaces them, so the
+# environment re-adds them from the pinned module next to its own stages.
+KWOK_STAGE_FILES = (
+    "kustomize/stage/node/fast/node-initialize.yaml",
+    "kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+    "kustomize/stage/pod/fast/pod-ready.yaml",
+    "kustomize/stage/pod/fast/pod-complete.yaml",
+    "kustomize/stage/pod/fast/pod-delete.yaml",
+    "kustomize/stage/pod/chaos/pod-container-running-failed.yaml",
+)
+
+
+def _build_kwok(work: Path, out: Path, log: Path) -> None:
+    version = versions.KWOK
+    _go(
+        [
+            "install",
+            "-ldflags",
+            "-s -w",
+            f"sigs.k8s.io/kwok/cmd/kwok@{version}",
+            f"sigs.k8s.io/kwok/cmd/kwokctl@{version}",
+        ],
+        work,
+        log,
+        {"GOBIN": str(out)},
+    )
+    moddir = Path(_module_info("sigs.k8s.io/kwok", version, work, log)["Dir"])
+    stages = out.parent / "stages"
+    stages.mkdir(parents=True, exist_ok=True)
+    for rel in KWOK_STAGE_FILES:
+        shutil.copyfile(moddir / rel, stages / Path(rel).name)
+
+
+def _build_versitygw(work: Path, out: Path, log: Path) -> None:
+    version = versions.VERSITYGW
+    _go(
+        [
+            "install",
+            "-ldflags",
+            f"-s -w -X main.Version={version}",
+            f"github.com/versity/versitygw/cmd/versitygw@{version}",
+        ],
+        work,
+        log,
+        {"GOBIN": str(out)},
+    )
+
+
+recipe_binaries: dict[str, tuple[str, ...]] = {
+    "kubernetes": ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"),
+    "etcd": ("etcd",),
+    "kwok": ("kwok", "kwokctl"),
+    "versitygw": ("versitygw",),
+}
+
+RECIPES: dict[str, Recipe] = {
+    "kubernetes": Recipe(
+        "kubernetes", versions.KUBERNETES, 1, recipe_binaries["kubernetes"], _build_kubernetes
+    ),
+    "etcd": Recipe("etcd", versions.ETCD, 1, recipe_binaries["etcd"], _build_etcd),
+    "kwok": Recipe("kwok", versions.KWOK, 1, recipe_binaries["kwok"], _build_kwok),
+    "versitygw": Recipe(
+        "versitygw", versions.VERSITYGW, 1, recipe_binaries["versitygw"], _build_versitygw
+    ),
+}
+
+# Which recipes each service needs.
+NEEDS: dict[str, tuple[str, ...]] = {
+    "s3": ("versitygw",),
+    "cluster": ("kubernetes", "etcd", "kwok"),
+}
+
+
+@contextmanager
+def _cache_lock() -> Iterator[None]:
+    root = cache_root()
+    root.mkdir(parents=True, exist_ok=True)
+    with (root / ".lock").open("w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def say(msg: str) -> None:
+    print(f"testenv: {msg}", file=sys.stderr, flush=True)
+
+
+def ensure(names: tuple[str, ...]) -> dict[str, float]:
+    """Build each missing recipe; returns seconds spent per recipe actually built."""
+    spent: dict[str, float] = {}
+    missing = [RECIPES[n] for n in names if not RECIPES[n].is_built()]
+    if not missing:
+        return spent
+    _check_go()
+    with _cache_lock():
+        for recipe in missing:
+            if recipe.is_built():  # another process built it while we waited
+                continue
+            spent[recipe.name] = _build_one(recipe)
+    return spent
+
+
+def _build_one(recipe: Recipe) -> float:
+    root = cache_root()
+    logs = root / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    log = logs / f"{recipe.key}.log"
+    log.write_text("")
+    tmp = root / f".tmp-{recipe.key}-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    (tmp / "src").mkdir(parents=True)
+    (tmp / "bin").mkdir()
+    say(f"building {recipe.key} (log: {log}) ...")
+    started = time.monotonic()
+    try:
+        recipe.run(tmp / "src", tmp / "bin", log)
+        for binary in recipe.binaries:
+            if not (tmp / "bin" / binary).is_file():
+                raise BuildError(f"{recipe.key}: {binary} was not produced; see {log}")
+        seconds = round(time.monotonic() - started, 1)
+        (tmp / "BUILDINFO.json").write_text(
+            json.dumps({"key": recipe.key, "seconds": seconds, "built_at": time.time()}) + "\n"
+        )
+        shutil.rmtree(tmp / "src")
+        shutil.rmtree(recipe.dir, ignore_errors=True)
+        tmp.rename(recipe.dir)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    say(f"built {recipe.key} in {seconds:.0f}s")
+    return seconds
