@@ -66,6 +66,7 @@ class RunRecord:
     checkpoint_after_delete: CheckpointReport | None = None
     durations: dict[str, float] = field(default_factory=dict)
     signal_lag: float | None = None  # seconds from the signal line's arrival to 6.4 passing
+    fault_at: float | None = None  # seconds after submission when the Worker showed the fault
 
     def status(self, check: str) -> str:
         return self.phases[check].status if check in self.phases else "skipped"
@@ -100,6 +101,7 @@ class _State:
     signal_line: int | None = None
     signal_at: float | None = None
     ended: bool = False
+    over_at: float | None = None  # when the Worker's state made the outcome certain
     json_buf: list[str] | None = None
 
 
@@ -162,9 +164,11 @@ def confirm_running(
         )
         if not listed:
             raise _Failed("6.1", rec.phases["6.1"].message)
-        obs = _observe(adapter, rec, t0, timeouts, signal, expected_node, validated_config, done)
+        obs, st = _observe(
+            adapter, rec, t0, timeouts, signal, expected_node, validated_config, done
+        )
         _confirm_output(
-            adapter, rec, obs, t0, timeouts, ri.expected_output, baseline, done, delete_after
+            adapter, rec, obs, st, t0, timeouts, ri.expected_output, baseline, done, delete_after
         )
     except _Failed:
         pass
@@ -196,7 +200,7 @@ def _observe(
     expected_node: str | None,
     validated: dict[str, Any] | None,
     done: Callable[[str, str, str, float | None], None],
-) -> Observation:
+) -> tuple[Observation, _State]:
     assert rec.ref is not None
     obs = adapter.observe(rec.ref)
     st = _State()
@@ -213,6 +217,8 @@ def _observe(
         now = item.at
         if item.kind == "pod" and item.pod is not None:
             st.pod = item.pod
+            if item.pod.reason in FATAL_REASONS:
+                st.over_at = st.over_at or item.at
         elif item.kind == "event" and item.event is not None:
             rec.events.append(item.event)
         elif item.kind == "log" and item.line is not None:
@@ -223,6 +229,7 @@ def _observe(
                 st.signal_at = item.at
         elif item.kind == "end":
             st.ended = True
+            st.over_at = st.over_at or item.at
         # Advance through every phase this happening completes.
         while True:
             if phase == "6.2":
@@ -249,6 +256,7 @@ def _observe(
                     continue
                 if _worker_over(st):
                     _settle(obs, st, rec)
+                    rec.fault_at = (st.over_at or time.monotonic()) - t0
                     missing = (
                         "the Ray head never started"
                         if st.ray_line is None
@@ -275,6 +283,7 @@ def _observe(
                     break
                 if _worker_over(st):
                     _settle(obs, st, rec)
+                    rec.fault_at = (st.over_at or time.monotonic()) - t0
                     raise _fail(
                         done,
                         "6.4",
@@ -285,7 +294,7 @@ def _observe(
                 break
             else:
                 break
-    return obs
+    return obs, st
 
 
 def _read_line(
@@ -443,6 +452,7 @@ def _confirm_output(
     adapter: Adapter,
     rec: RunRecord,
     obs: Observation,
+    st: _State,
     t0: float,
     timeouts: dict[str, float],
     expected: Any,
@@ -459,7 +469,7 @@ def _confirm_output(
     store, prefix = located
     deadline = time.monotonic() + timeouts["output"]
     report: CheckpointReport | None = None
-    worker_over = False
+    worker_over = st.pod is not None and st.pod.terminal
     while True:
         report = _try_verify(store, prefix, baseline)
         if report is not None and report.ok:
@@ -482,10 +492,11 @@ def _confirm_output(
                 break
             if item.kind == "log" and item.line is not None:
                 rec.log.append(item.line)
-            elif (
-                item.kind == "pod" and item.pod is not None and item.pod.terminal
-            ) or item.kind == "end":
+            elif item.kind == "pod" and item.pod is not None and item.pod.terminal:
+                # Terminal, not merely the end of the log: a target reports it only once the
+                # Worker's files are flushed to their mounts.
                 worker_over = True
+                rec.fault_at = item.at - t0
     rec.checkpoint = report
     where = f"{store.describe()}/{prefix}".rstrip("/")
     if report is None or not report.ok:
@@ -524,4 +535,4 @@ def _try_verify(
         report = verify_checkpoints(store, prefix, baseline=baseline)
     except StoreError:
         return None
-    return report if report.steps else None
+    return report
