@@ -105,9 +105,8 @@ def main() -> int:
                 return 1
             lag = first.at - (rec.fault_at if rec.fault_at is not None else first.at)
             waited = DEFAULT_TIMEOUTS[timeout]
-            print(
-                f"{name:34} {check:5} {lag * 1000:8.0f}ms {waited:17.0f}s {waited / max(lag, 1e-3):7.0f}x"
-            )
+            ratio = waited / max(lag, 1e-3)
+            print(f"{name:34} {check:5} {lag * 1000:8.0f}ms {waited:17.0f}s {ratio:7.0f}x")
         adapter = open_adapter(load_profile(PROFILE))
         try:
             run = accept(load_profile(PROFILE), adapter)

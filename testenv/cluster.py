@@ -279,12 +279,26 @@ def healthy(cluster: dict[str, Any] | None) -> bool:
     return bool(cluster) and kubeconfig_path().is_file() and _all_alive() and apiserver_ready()
 
 
+def _forget_dead() -> None:
+    """Remove the pid files of components that are gone.
+
+    kwokctl restarts only components whose recorded pid does not run, and it counts a
+    zombie as running; on machines whose init does not reap orphans (seen here), a
+    killed component stays a zombie for ever, so without this it is never restarted.
+    """
+    bins = component_binaries()
+    for comp, pid in pids().items():
+        if not proc.alive(pid, bins[comp]):
+            (cluster_dir() / "pids" / f"{comp}.pid").unlink(missing_ok=True)
+
+
 def up(state: State) -> None:
     cluster = state.get("cluster")
     if healthy(cluster):
         return
     build.ensure(build.NEEDS["cluster"])
     if cluster and (cluster_dir() / "kwok.yaml").is_file():
+        _forget_dead()
         # Made before but some process is gone (a reboot, a killed apiserver): kwokctl
         # starts only the components whose pid is not running, on the same etcd data.
         kwokctl("start", "cluster", "--wait", "2m")
@@ -332,6 +346,7 @@ def restart_component(state: State, component: str) -> int:
         if not proc.alive(old):
             break
         time.sleep(0.05)
+    _forget_dead()
     kwokctl("start", "cluster", "--wait", "2m")
     state.setdefault("cluster", {})["pids"] = pids()
     return pids()[component]

@@ -87,7 +87,19 @@ def up(state: State) -> None:
             "VGW_REGION": REGION,
         }
     )
-    argv = [str(exe), "--port", f"127.0.0.1:{port}", "posix", str(data)]
+    iam = root / "iam"
+    iam.mkdir(exist_ok=True)
+    argv = [
+        str(exe),
+        "--port",
+        f"127.0.0.1:{port}",
+        # With an IAM store (empty: only the root account exists) an unknown access key
+        # gets S3's InvalidAccessKeyId; without one versitygw answers XAdminUserNotFound.
+        "--iam-dir",
+        str(iam),
+        "posix",
+        str(data),
+    ]
     s3["pid"] = proc.spawn(argv, root / "versitygw.log", env, root)
     state["s3"] = s3
     deadline = time.monotonic() + 30

@@ -64,6 +64,7 @@ def test_unknown_access_key_and_missing_bucket_are_real_errors(s3_env: S3Env) ->
     with pytest.raises(ClientError) as err:
         stranger.list_objects_v2(Bucket=s3_env.bucket)
     assert err.value.response["Error"]["Code"] == "InvalidAccessKeyId"
+    assert err.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
 
     with pytest.raises(ClientError) as nobucket:
         s3_env.client().list_objects_v2(Bucket="no-such-bucket-" + secrets.token_hex(3))
@@ -78,7 +79,7 @@ def test_status_and_repr_never_show_credentials(s3_env: S3Env) -> None:
         cwd=REPO,
         capture_output=True,
         text=True,
-        check=True,
+        check=False,  # exits 1 when a recorded service is down; the JSON is still printed
     ).stdout
     assert s3_env.secret_key not in out
     assert s3_env.access_key not in out
