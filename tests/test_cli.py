@@ -208,3 +208,21 @@ def test_human_output_groups_by_doc_step_with_the_remedy(tmp_path: Path) -> None
     assert out.returncode == 1
     assert "§0 确认任务适合单节点运行" in out.stdout
     assert "→ §0: make the effective cluster.num_nodes 1" in out.stdout
+
+
+def test_job_fields_of_the_wrong_type_are_findings_with_lines(tmp_path: Path) -> None:
+    job = tmp_path / "job.yaml"
+    job.write_text(
+        "apiVersion: rlark.io/v1alpha1\nkind: Job\nmetadata: {name: x}\nspec:\n"
+        "  taskType: custom\n  headRole: worker\n  runScript: 42\n  roles:\n"
+        "  - name: worker\n    header: true\n    gpus: eight\n    image: a:v1\n"
+        '    env: "FOO=bar"\n    mounts: {ckpt: /mnt}\n'
+    )
+    cfg = EXAMPLES / "embodiment/config/frankasim_ppo_mlp.yaml"
+    out = cli("preflight", "--rlinf-config", str(cfg), "--job", str(job), "--json")
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    found = {(f["check"], f["code"], f["location"]) for f in json.loads(out.stdout)["findings"]}
+    assert ("3.3", "gpus-invalid", f"{job}:11") in found
+    assert ("3.6", "yaml-shape", f"{job}:13") in found
+    assert ("3.7", "yaml-shape", f"{job}:14") in found
+    assert ("4.4", "yaml-shape", f"{job}:7") in found

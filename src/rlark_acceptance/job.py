@@ -131,7 +131,8 @@ def normalise_contract_v1alpha1(doc: YamlDoc) -> Job:
     """The shape of CONTRACT §1: ``apiVersion: rlark.io/v1alpha1``, ``kind: Job``."""
     data = doc.data if isinstance(doc.data, dict) else {}
     problems: list[ShapeProblem] = []
-    meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    raw_meta = data.get("metadata")
+    meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
     spec = data.get("spec")
     if not isinstance(spec, dict):
         problems.append(ShapeProblem("2.3", "the Job has no spec mapping", doc.loc("spec")))

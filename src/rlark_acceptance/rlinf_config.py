@@ -562,7 +562,7 @@ def _join_path(group_dir: str, group: str) -> str:
     return os.path.normpath(os.path.join(group_dir, group)) if group_dir else group
 
 
-def _merge(dst: dict[Hashable, Any], src: dict[Hashable, Any]) -> None:
+def _merge(dst: dict[Any, Any], src: dict[Any, Any]) -> None:
     """OmegaConf merge on plain data: mappings merge key by key, anything else replaces."""
     for k, v in src.items():
         if isinstance(v, dict) and isinstance(dst.get(k), dict):

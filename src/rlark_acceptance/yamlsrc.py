@@ -31,7 +31,7 @@ KeyPath = tuple[Hashable, ...]
 _Base: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class _Loader(_Base):  # type: ignore[misc,valid-type]
+class _Loader(_Base):
     """PyYAML's safe loader with OmegaConf's float rule.
 
     YAML 1.1 (PyYAML) reads ``1e-05`` as a string; OmegaConf, and so RLinf, read it as a

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..effective import EffectiveRLinf
-from ..findings import Finding, Location, Severity
+from ..findings import Finding, Location, Severity, error
 from ..job import Job, Mount
 from ..profile import NodeSpec, Profile, RunInfo
 
@@ -104,6 +104,12 @@ def run_checks(ctx: Context, only: Iterable[str] | None = None) -> Outcome:
         if reg.id not in out.evaluated:
             out.evaluated.append(reg.id)
         out.findings.extend(reg.fn(ctx))
+    # Fields of the wrong type or form, found while reading the Job YAML, under their check.
+    for p in ctx.job.problems if ctx.job is not None else []:
+        if wanted is None or p.check in wanted:
+            out.findings.append(error(p.check, "yaml-shape", p.message, p.location))
+            if p.check not in out.evaluated:
+                out.evaluated.append(p.check)
     return out
 
 

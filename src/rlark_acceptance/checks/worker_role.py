@@ -46,9 +46,6 @@ def task_type_custom(ctx: Context) -> Iterator[Finding]:
 def one_role_named_worker(ctx: Context) -> Iterator[Finding]:
     job = ctx.job
     assert job is not None
-    for p in job.problems:
-        if p.check == "2.3":
-            yield error("2.3", "roles-shape", p.message, p.location)
     names = [r.name for r in job.roles]
     if len(job.roles) != 1:
         yield error(
