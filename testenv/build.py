@@ -83,7 +83,9 @@ def _go(args: list[str], cwd: Path, log: Path, extra_env: dict[str, str] | None 
         fh.write(proc.stdout)
     if proc.returncode != 0:
         tail = "".join(log.read_text(errors="replace").splitlines(keepends=True)[-25:])
-        raise BuildError(f"go {' '.join(args[:2])} failed (exit {proc.returncode}); see {log}\n{tail}")
+        raise BuildError(
+            f"go {' '.join(args[:2])} failed (exit {proc.returncode}); see {log}\n{tail}"
+        )
     return proc.stdout
 
 
@@ -126,7 +128,9 @@ def _build_kubernetes(work: Path, out: Path, log: Path) -> None:
     staging = sorted(
         {
             m[1]
-            for m in re.finditer(r"^\s*(?:require\s+)?(k8s\.io/\S+)\s+v0\.0\.0(?:\s|$)", gomod, re.M)
+            for m in re.finditer(
+                r"^\s*(?:require\s+)?(k8s\.io/\S+)\s+v0\.0\.0(?:\s|$)", gomod, re.M
+            )
         }
     )
     (work / "go.mod").write_text(

@@ -8,6 +8,7 @@ through its Logs / Exec resources.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -49,7 +50,13 @@ KWOK_CRDS = ("Logs", "ClusterLogs", "Exec", "ClusterExec")
 
 HERE = Path(__file__).resolve().parent
 
-COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok-controller")
+COMPONENTS = (
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kwok-controller",
+)
 
 
 def workdir() -> Path:
@@ -87,6 +94,9 @@ def _kwokctl_env() -> dict[str, str]:
     # Keep kwokctl's clusters, its config and its default kubeconfig out of $HOME.
     env["KWOK_WORKDIR"] = str(workdir())
     env["KUBECONFIG"] = str(kubeconfig_path())
+    # kwokctl runs `kubectl` from PATH for some checks: make it ours, whatever else the
+    # machine has installed.
+    env["PATH"] = os.pathsep.join([str(Path(kubectl_bin()).parent), env.get("PATH", "")])
     return env
 
 
@@ -177,7 +187,18 @@ def _write_config(ports: dict[str, int]) -> None:
                 # Every simulated node is served by the one local kwok controller on
                 # 127.0.0.1; node names do not resolve, so reach kubelets by InternalIP.
                 "extraArgs": [{"key": "kubelet-preferred-address-types", "value": "InternalIP"}],
-            }
+            },
+            # A single instance of each: with leader election they exit ~10 s after the
+            # apiserver goes away (no kubelet here restarts them); without it they retry
+            # until it is back, so an apiserver restart leaves the cluster whole.
+            {
+                "name": "kube-controller-manager",
+                "extraArgs": [{"key": "leader-elect", "value": "false"}],
+            },
+            {
+                "name": "kube-scheduler",
+                "extraArgs": [{"key": "leader-elect", "value": "false"}],
+            },
         ],
     }
     docs = [json.dumps(conf, indent=2), *_stage_docs()]
@@ -342,12 +363,14 @@ def restart_component(state: State, component: str) -> int:
     """SIGKILL one component by its pid and let kwokctl start it again; returns new pid."""
     old = pids()[component]
     os.kill(old, 9)
-    for _ in range(100):
-        if not proc.alive(old):
-            break
+    deadline = time.monotonic() + 20
+    while proc.alive(old) and time.monotonic() < deadline:
         time.sleep(0.05)
     _forget_dead()
     kwokctl("start", "cluster", "--wait", "2m")
+    if not _all_alive():  # another component gave up meanwhile: start it too
+        _forget_dead()
+        kwokctl("start", "cluster", "--wait", "2m")
     state.setdefault("cluster", {})["pids"] = pids()
     return pids()[component]
 
@@ -356,10 +379,9 @@ def down(state: State) -> None:
     recorded: dict[str, int] = dict((state.get("cluster") or {}).get("pids") or {})
     recorded.update(pids())
     if (cluster_dir() / "kwok.yaml").is_file() and Path(_bin("kwok", "kwokctl")).is_file():
-        try:
+        # The pids below are stopped either way.
+        with contextlib.suppress(RuntimeError, subprocess.TimeoutExpired):
             kwokctl("delete", "cluster", "--kubeconfig", str(kubeconfig_path()), timeout=120)
-        except (RuntimeError, subprocess.TimeoutExpired):
-            pass  # the pids below are stopped either way
     bins = component_binaries()
     for comp, pid in recorded.items():
         proc.stop(pid, bins.get(comp))

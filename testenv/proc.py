@@ -48,10 +48,13 @@ def alive(pid: int, exe: str | Path | None = None) -> bool:
         return False
     try:
         with open(f"/proc/{pid}/stat") as fh:
-            # A zombie has exited; only its parent's wait is missing.
             if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
+                # A zombie has exited; only its parent's wait is missing (and an init
+                # that does not reap orphans never does it). But the leader of a Go
+                # program shows Z while its other threads still exit and hold its
+                # sockets: it is gone only once it holds no file any more.
                 _reap(pid)
-                return False
+                return _holds_files(pid)
     except OSError:
         return False
     if exe is None:
@@ -60,6 +63,13 @@ def alive(pid: int, exe: str | Path | None = None) -> bool:
     if actual is None:
         return False
     return os.path.realpath(actual.removesuffix(" (deleted)")) == os.path.realpath(exe)
+
+
+def _holds_files(pid: int) -> bool:
+    try:
+        return bool(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return False
 
 
 def _reap(pid: int) -> None:

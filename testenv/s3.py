@@ -8,6 +8,7 @@ the state dir, so nothing outlives `down`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
@@ -109,10 +110,8 @@ def up(state: State) -> None:
             raise RuntimeError(f"versitygw did not start; log tail:\n{tail}")
         time.sleep(0.1)
     client = _client(s3)
-    try:
+    with contextlib.suppress(client.exceptions.BucketAlreadyOwnedByYou):
         client.create_bucket(Bucket=BUCKET)
-    except client.exceptions.BucketAlreadyOwnedByYou:
-        pass
 
 
 def down(state: State) -> None:

@@ -29,7 +29,9 @@ from rlark_acceptance.secret_scan import (
     secret_name_kind,
 )
 
-AWS_DOC_KEY_ID = "AKIA" + "IOSFODNN7EXAMPLE"  # AWS documentation example  # pragma: allowlist secret
+AWS_DOC_KEY_ID = (
+    "AKIA" + "IOSFODNN7EXAMPLE"
+)  # AWS documentation example  # pragma: allowlist secret
 ALNUM = string.ascii_letters + string.digits
 HEX = "0123456789abcdef"
 _rng = random.Random(20261130)
@@ -57,7 +59,7 @@ def pem(label: str = "RSA PRIVATE KEY") -> str:
 # (id, variable name, value factory, expected kind). Names are plausible for the kind.
 POSITIVES: list[tuple[str, str, Callable[[], str], str]] = [
     ("aws-doc-key-id", "AWS_ACCESS_KEY_ID", lambda: AWS_DOC_KEY_ID, "aws-access-key"),
-    ("aws-key-id", "S3_ACCESS", lambda: "AK" + "IA" + rand(string.ascii_uppercase, 16), "aws-access-key"),
+    ("aws-key-id", "S3_ACCESS", lambda: "AK" + "IA" + rand(string.ascii_uppercase, 16), "aws-access-key"),  # noqa: E501
     ("aws-secret", "AWS_SECRET_ACCESS_KEY", lambda: rand(ALNUM + "/+", 40), "cloud-secret-key"),
     ("minio-secret", "MINIO_SECRET_KEY", lambda: rand(ALNUM, 32), "cloud-secret-key"),
     ("s3-camel", "secretAccessKey", lambda: rand(ALNUM, 40), "cloud-secret-key"),
@@ -78,7 +80,7 @@ POSITIVES: list[tuple[str, str, Callable[[], str], str]] = [
     ("pem-pkcs8-encrypted", "TLS_MATERIAL", lambda: pem("ENCRYPTED PRIVATE KEY"), "private-key"),
     ("pem-base64", "KEY_B64", lambda: base64.b64encode(pem().encode()).decode(), "private-key"),
     ("db-password", "DB_PASSWORD", lambda: "hunter" + "2", "secret-variable"),
-    ("numeric-password", "REDIS_PASSWORD", lambda: "".join(rand(string.digits, 8)), "secret-variable"),
+    ("numeric-password", "REDIS_PASSWORD", lambda: rand(string.digits, 8), "secret-variable"),
     ("wandb", "WANDB_API_KEY", lambda: rand(HEX, 40), "secret-variable"),
     ("hf-literal", "HF_TOKEN", lambda: rand(ALNUM, 24), "secret-variable"),
     ("client-secret", "OAUTH_CLIENT_SECRET", lambda: rand(ALNUM, 30), "secret-variable"),
@@ -130,13 +132,15 @@ def test_value_positive(positive: tuple[str, str, str, str]) -> None:
     assert_clean(hits, secret)
 
 
-def test_value_positive_without_name_for_format_kinds(
-    positive: tuple[str, str, str, str],
-) -> None:
-    _name, value, _secret, kind = positive
-    if kind in ("secret-variable", "cloud-secret-key"):
-        pytest.skip("name-based kinds need the name")
-    assert kind in kinds(scan_value(None, value))
+FORMAT_POSITIVES = [p for p in POSITIVES if p[3] not in ("secret-variable", "cloud-secret-key")]
+
+
+@pytest.mark.parametrize("case", FORMAT_POSITIVES, ids=[p[0] for p in FORMAT_POSITIVES])
+def test_value_positive_by_format_alone(case: tuple[str, str, Callable[[], str], str]) -> None:
+    """Format kinds need no variable name: a token pasted anywhere is found."""
+    _id, _name, make, kind = case
+    assert kind in kinds(scan_value(None, make()))
+    assert kind in kinds(scan_value("args", make()))
 
 
 def test_script_positive(positive: tuple[str, str, str, str]) -> None:
@@ -435,9 +439,14 @@ def _job_yaml(n_env: int) -> dict[str, object]:
                     "prepareScript": "source /opt/venv/bin/activate\n",
                     "env": env,
                     "mounts": [
-                        {"name": "ckpt", "type": "objectStorage", "bucket": "rlinf-ckpt",
-                         "prefix": "team-a/maniskill", "containerPath": "/mnt/ckpt"},
-                    ],  # fmt: skip
+                        {
+                            "name": "ckpt",
+                            "type": "objectStorage",
+                            "bucket": "rlinf-ckpt",
+                            "prefix": "team-a/maniskill",
+                            "containerPath": "/mnt/ckpt",
+                        },
+                    ],
                 }
             ],
         },

@@ -22,7 +22,7 @@ import copy
 import dataclasses
 import os
 import re
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any

@@ -153,13 +153,27 @@ def _extend_token(text: str, end: int, chars: re.Pattern[str] = _TOKEN_CHAR) -> 
     return end
 
 
+_KEY_BODY_LINE = re.compile(r"[ \t]*(?:[A-Za-z0-9+/=]{16,}|[\w-]+: [^\n]*)?[ \t]*\r?(?:\n|$)")
+
+
 def _pem_span(text: str, start: int, end: int) -> tuple[int, int]:
-    # Widen a "BEGIN ... PRIVATE KEY" marker to the whole block; with no END line (a
-    # truncated key) the rest of the text is treated as key material.
+    """Widen a ``BEGIN ... PRIVATE KEY`` marker to the whole block for redaction."""
     if text[max(0, start - 5) : start] == "-----":
         start -= 5
     m = _PEM_END.search(text, end)
-    return start, (m.end() if m else len(text))
+    if m:
+        return start, m.end()
+    # No END line (a truncated key): the rest of the marker line and the base64 / header
+    # lines after it are key material; stop at the first line that is not.
+    nl = text.find("\n", end)
+    if nl < 0:
+        return start, len(text)
+    end = nl + 1
+    while end < len(text) and (b := _KEY_BODY_LINE.match(text, end)) and b.end() > end:
+        if not b.group(0).strip():
+            break  # a blank line ends the key
+        end = b.end()
+    return start, end
 
 
 def _lib_found(text: str) -> Iterator[_Found]:
@@ -178,6 +192,11 @@ def _lib_found(text: str) -> Iterator[_Found]:
                 start, end = m.span(long_groups[0])
             kind = rule.kind
             if kind == "private-key":
+                # Keys carry PEM armour; a bare marker (grep "BEGIN RSA PRIVATE KEY") does not.
+                if text[max(0, start - 5) : start] != "-----" and not m.group(0).startswith(
+                    "PuTTY"
+                ):
+                    continue
                 start, end = _pem_span(text, start, end)
             elif kind == "aws-access-key":
                 if _AKIA.fullmatch(text, start, end):
@@ -387,7 +406,15 @@ _REL_PATH = re.compile(
     r"|[\w.\-]+\.(?i:txt|json|pem|key|ya?ml|env|cfg|conf|ini|crt|p12|pfx|jks|toml|token)"
 )
 _URL_REF = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://\S*")
-_PLACEHOLDER = re.compile(r"<[^<>]*>|\{\{.*\}\}|\*+|[xX]{3,}|(?i:redacted)")
+_PLACEHOLDER = re.compile(
+    r"<[^<>]*>|\{\{.*\}\}|\*+|[xX]{3,}|\.\.\.|…|(?i:redacted|str|string|bytes|any)"
+    r"|(?i:.*placeholder.*|your[-_ ]?\w*)"
+)
+# A name-like value (another variable, attribute chain, subscript, format field, the start of
+# a mapping / list) is code or config structure, not a literal: token=token,
+# secret_key=creds.secret_key, access_key=creds['AccessKeyId'], Credential={key}/{scope}.
+_IDENT_CHAIN = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+_CODE_REF = re.compile(r"\w[\[(]|\{[A-Za-z_][\w.]*(?:\}|$)|^[\[{]")
 
 
 def _unquote(value: str) -> str:
@@ -399,9 +426,11 @@ def _unquote(value: str) -> str:
 
 def _is_literal(value: str) -> bool:
     """True when ``value`` is a literal secret, not a reference, path, flag or setting."""
-    v = _unquote(value)
+    v = _unquote(value).rstrip(",")
     if not v or v[0] in "$`" or "${" in v or "$(" in v:
         return False  # empty or shell / Kubernetes $(VAR) reference
+    if _CODE_REF.search(v) or (_IDENT_CHAIN.fullmatch(v) and secret_name_kind(v)):
+        return False
     if v.lower() in _BOOL_NULL or _NUMBER.fullmatch(v):
         # Booleans and short numbers (ports, counts, 4096): settings, not secrets. Numbers of
         # six or more digits stay suspicious (DB_PASSWORD=123456).
@@ -460,6 +489,8 @@ def _assignments(text: str) -> Iterator[_Assign]:
             value = m.group("value")
             if regex is _FLAG and value.startswith("-"):
                 continue  # next flag, not a value
+            if text[m.end("value") : m.end("value") + 1] == "(":
+                continue  # key=os.environ.get(...): a call, not a literal
             if regex is _HEADER and name.lower().endswith("authorization"):
                 continue  # _AUTH_HEADER strips the scheme word
             display = f"--{name}" if regex is _FLAG else name

@@ -268,7 +268,9 @@ def test_cluster_survives_an_apiserver_kill_and_restart(kube_env: KubeEnv) -> No
         old, new = kube_env.restart_apiserver()
         assert old != new
         fresh = kube_env.core()
-        cm = wait_for("configmap after restart", lambda: fresh.read_namespaced_config_map("keep", ns))
+        cm = wait_for(
+            "configmap after restart", lambda: fresh.read_namespaced_config_map("keep", ns)
+        )
         assert cm.data == {"k": "v"}
         nodes = {n.metadata.name for n in fresh.list_node().items}
         assert set(kube_env.gpu_nodes) | set(kube_env.cpu_nodes) <= nodes
