@@ -226,3 +226,40 @@ def test_job_fields_of_the_wrong_type_are_findings_with_lines(tmp_path: Path) ->
     assert ("3.6", "yaml-shape", f"{job}:13") in found
     assert ("3.7", "yaml-shape", f"{job}:14") in found
     assert ("4.4", "yaml-shape", f"{job}:7") in found
+
+
+NODES = ROOT / "tests" / "data" / "nodes" / "nodelist.yaml"
+
+
+@pytest.mark.parametrize(
+    ("selector", "gpus", "expect"),
+    [
+        ("kubernetes.io/hostname: gpu-node-07", 8, set()),
+        ("rlark.io/pool: gpu-a", 8, {("3.2", "selector-not-one-node")}),  # 07, 08 (09 cordoned)
+        ("kubernetes.io/hostname: gpu-node-09", 8, {("3.2", "selector-not-one-node")}),
+        ("kubernetes.io/hostname: gpu-node-07", 16, {("3.3", "gpus-over-capacity")}),
+    ],
+)
+def test_node_selection_against_a_kubectl_node_list(
+    tmp_path: Path, selector: str, gpus: int, expect: set[tuple[str, str]]
+) -> None:
+    job = tmp_path / "job.yaml"
+    job.write_text(
+        "apiVersion: rlark.io/v1alpha1\nkind: Job\nmetadata: {name: x}\nspec:\n"
+        "  taskType: custom\n  headRole: worker\n  runScript: |\n"
+        "    cd /w && python t.py --config-name maniskill_ppo_openvlaoft "
+        "runner.logger.log_path=/mnt/ckpt/logs\n  roles:\n  - name: worker\n    header: true\n"
+        f"    cluster: gpu-a\n    nodeSelector: {{{selector}}}\n    gpus: {gpus}\n"
+        "    image: r/rlinf:v1\n    mounts:\n"
+        "    - {name: c, type: objectStorage, bucket: b, containerPath: /mnt/ckpt}\n"
+    )
+    cfg = EXAMPLES / "embodiment/config/maniskill_ppo_openvlaoft.yaml"
+    out = cli(
+        "preflight", "--rlinf-config", str(cfg), "--job", str(job), "--nodes", str(NODES), "--json"
+    )
+    errors = {
+        (f["check"], f["code"])
+        for f in json.loads(out.stdout)["findings"]
+        if f["severity"] == "error" and f["check"] in ("3.2", "3.3")
+    }
+    assert errors == expect

@@ -49,6 +49,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also run the cluster checks (3.1, 3.2, 5.7) against the profile's target",
     )
+    pf.add_argument(
+        "--nodes",
+        metavar="FILE",
+        help="a node inventory for 3.2 / 5.7 (kubectl get nodes -o yaml, or a list)",
+    )
     pf.add_argument("--json", action="store_true", help="print CONTRACT §3 JSON")
     cf = sub.add_parser("configs", help="audit RLinf configs (files or directories)")
     cf.add_argument("paths", nargs="+")
@@ -73,21 +78,31 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _preflight(args: argparse.Namespace) -> int:
     from .preflight import preflight_files, preflight_profile
 
+    nodes = clusters = None
+    if args.nodes:
+        from .inventory import load_inventory
+
+        nodes = load_inventory(args.nodes)
     if args.profile:
-        nodes = clusters = None
+        from .profile import load_profile
+
+        prof = load_profile(args.profile)
         if args.cluster:
             from .adapters import open_adapter
-            from .profile import load_profile
 
-            prof = load_profile(args.profile)
             adapter = open_adapter(prof)
-            nodes, clusters = adapter.node_inventory(), adapter.clusters()
-            result = preflight_profile(prof, nodes=nodes, clusters=clusters)
-        else:
-            result = preflight_profile(args.profile)
+            try:
+                nodes, clusters = adapter.node_inventory(), adapter.clusters()
+            finally:
+                adapter.close()
+        result = preflight_profile(prof, nodes=nodes, clusters=clusters)
     else:
         result = preflight_files(
-            args.rlinf_config, job=args.job, overrides=args.override, config_dir=args.config_dir
+            args.rlinf_config,
+            job=args.job,
+            overrides=args.override,
+            config_dir=args.config_dir,
+            nodes=nodes,
         )
     if args.json:
         print(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
