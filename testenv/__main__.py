@@ -115,7 +115,11 @@ def main(argv: list[str] | None = None) -> int:
                     info = report[svc]
                     print(f"{svc}: {'running' if info.get('running') else 'down'}")
                     for key, val in info.items():
-                        if key != "running":
+                        if key == "components":
+                            for comp, c in val.items():
+                                alive = "up" if c["alive"] else "DEAD"
+                                print(f"  {comp}: pid {c['pid']} {alive} {c['rss_mib']} MiB")
+                        elif key != "running":
                             print(f"  {key}: {val}")
                 print(f"total rss: {report['total_rss_mib']} MiB")
             ok = all(report[s]["running"] for s in SERVICES if state.load().get(s))

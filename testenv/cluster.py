@@ -304,8 +304,8 @@ def _forget_dead() -> None:
     """Remove the pid files of components that are gone.
 
     kwokctl restarts only components whose recorded pid does not run, and it counts a
-    zombie as running; on machines whose init does not reap orphans (seen here), a
-    killed component stays a zombie for ever, so without this it is never restarted.
+    zombie as running; where init is slow to reap orphans (seen here), a killed
+    component stays a zombie for a long while, and kwokctl would not restart it.
     """
     bins = component_binaries()
     for comp, pid in pids().items():

@@ -49,8 +49,8 @@ def alive(pid: int, exe: str | Path | None = None) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as fh:
             if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
-                # A zombie has exited; only its parent's wait is missing (and an init
-                # that does not reap orphans never does it). But the leader of a Go
+                # A zombie has exited; only its parent's wait is missing (an init slow
+                # to reap orphans leaves it so for long). But the leader of a Go
                 # program shows Z while its other threads still exit and hold its
                 # sockets: it is gone only once it holds no file any more.
                 _reap(pid)
