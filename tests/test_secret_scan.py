@@ -80,6 +80,7 @@ POSITIVES: list[tuple[str, str, Callable[[], str], str]] = [
     ("pem-pkcs8-encrypted", "TLS_MATERIAL", lambda: pem("ENCRYPTED PRIVATE KEY"), "private-key"),
     ("pem-base64", "KEY_B64", lambda: base64.b64encode(pem().encode()).decode(), "private-key"),
     ("db-password", "DB_PASSWORD", lambda: "hunter" + "2", "secret-variable"),
+    ("word-password", "password", lambda: "let" + "me" + "in", "secret-variable"),
     ("numeric-password", "REDIS_PASSWORD", lambda: rand(string.digits, 8), "secret-variable"),
     ("wandb", "WANDB_API_KEY", lambda: rand(HEX, 40), "secret-variable"),
     ("hf-literal", "HF_TOKEN", lambda: rand(ALNUM, 24), "secret-variable"),
@@ -474,3 +475,37 @@ def test_scan_tree_reports_paths_and_env_names() -> None:
     assert [(p, h.kind, h.name) for p, h in hits] == [
         ("spec.roles[0].env[5].value", "secret-variable", "DB_PASSWORD")
     ]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'api_key=os.environ.get("OPENAI_API_KEY", "")',
+        "secret_key=creds['SecretAccessKey'],",
+        "aws_session_token=aws_session_token,",
+        'headers = {"Authorization": f"Bearer {self.api_key}"}',
+        "access_key: str,",
+        "password=password",
+        'client = Client(api_key="sk-placeholder")',
+        'grep -q "BEGIN OPENSSH ' + 'PRIVATE KEY" ~/.ssh/id_ed25519',
+    ],
+)
+def test_code_references_and_placeholders_are_not_literals(line: str) -> None:
+    assert scan_script(line) == []
+
+
+def test_truncated_pem_redacts_body_only() -> None:
+    key = pem()
+    head = "\n".join(key.splitlines()[:4])  # BEGIN line and three body lines, no END
+    text = f"log start\n{head}\n\nGlobal Step 1\n"
+    (hit,) = scan_script(text)
+    assert hit.kind == "private-key" and hit.line == 1
+    assert redact(text) == "log start\n***\nGlobal Step 1\n"
+
+
+def test_pathological_input_stays_fast() -> None:
+    start = time.perf_counter()
+    begin = "-" * 5 + "BEGIN RSA " + "PRIVATE KEY" + "-" * 5 + "\n"
+    for text in ("glpat-" * 5000, begin * 2000, "a-" * 20000):
+        redact(text)
+    assert time.perf_counter() - start < 5

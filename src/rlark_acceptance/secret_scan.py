@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import functools
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -64,7 +65,7 @@ _KIND_TEXT: dict[str, str] = {
     "sendgrid-key": "SendGrid API key",
     "pypi-token": "PyPI token",
     "npm-token": "npm token",
-    "square-secret": "Square OAuth secret",
+    "square-secret": "Square OAuth secret",  # pragma: allowlist secret
     "jwt": "JSON Web Token",
     "azure-storage-key": "Azure storage / shared access key",
     "url-credentials": "credentials embedded in a URL",
@@ -93,6 +94,26 @@ class _LibRule:
     kind: str
     plugin: Any  # a detect_secrets RegexBasedDetector instance
     regex: re.Pattern[str]
+    needles: tuple[str, ...]  # lower-case substrings a match must contain
+
+
+# Cheap substring pre-checks: most strings skip most regexes, and some library regexes
+# (npm's "//.+/:_authToken") are quadratic on long lines without their anchor text.
+_NEEDLES: dict[str, tuple[str, ...]] = {
+    "private-key": ("private key", "putty-user-key-file"),
+    "aws-access-key": ("akia", "asia", "abia", "acca", "a3t", "aws"),
+    "github-token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+    "gitlab-token": ("gl", "gr1348941"),
+    "slack-token": ("xox", "hooks.slack.com"),
+    "jwt": ("eyj",),
+    "azure-storage-key": ("accountkey=",),
+    "openai-key": ("t3blbkfj",),
+    "stripe-key": ("k_live_",),
+    "sendgrid-key": ("sg.",),
+    "pypi-token": ("pypi-",),
+    "npm-token": ("_authtoken",),
+    "square-secret": ("sq0csp-",),
+}
 
 
 @functools.cache
@@ -133,7 +154,9 @@ def _lib_rules() -> tuple[_LibRule, ...]:
         ("square-secret", SquareOAuthDetector()),
     ]
     return tuple(
-        _LibRule(kind, plugin, regex) for kind, plugin in table for regex in plugin.denylist
+        _LibRule(kind, plugin, regex, _NEEDLES[kind])
+        for kind, plugin in table
+        for regex in plugin.denylist
     )
 
 
@@ -156,13 +179,20 @@ def _extend_token(text: str, end: int, chars: re.Pattern[str] = _TOKEN_CHAR) -> 
 _KEY_BODY_LINE = re.compile(r"[ \t]*(?:[A-Za-z0-9+/=]{16,}|[\w-]+: [^\n]*)?[ \t]*\r?(?:\n|$)")
 
 
+@functools.lru_cache(maxsize=16)
+def _pem_ends(text: str) -> list[tuple[int, int]]:
+    # Found once per text: many BEGIN lines without END would otherwise rescan the rest.
+    return [m.span() for m in _PEM_END.finditer(text)]
+
+
 def _pem_span(text: str, start: int, end: int) -> tuple[int, int]:
     """Widen a ``BEGIN ... PRIVATE KEY`` marker to the whole block for redaction."""
     if text[max(0, start - 5) : start] == "-----":
         start -= 5
-    m = _PEM_END.search(text, end)
-    if m:
-        return start, m.end()
+    ends = _pem_ends(text)
+    i = bisect.bisect_left(ends, (end, -1))
+    if i < len(ends):
+        return start, ends[i][1]
     # No END line (a truncated key): the rest of the marker line and the base64 / header
     # lines after it are key material; stop at the first line that is not.
     nl = text.find("\n", end)
@@ -177,8 +207,14 @@ def _pem_span(text: str, start: int, end: int) -> tuple[int, int]:
 
 
 def _lib_found(text: str) -> Iterator[_Found]:
+    low = text.lower()
     for rule in _lib_rules():
+        if not any(n in low for n in rule.needles):
+            continue
+        covered = 0  # end of the last (extended) hit: matches inside it are the same token
         for m in rule.regex.finditer(text):
+            if m.start() < covered:
+                continue
             # The plugin's own analyze_string confirms the match (e.g. JWT segments must
             # decode to JSON); it is a pure function of its argument.
             if not any(True for _ in rule.plugin.analyze_string(m.group(0))):
@@ -192,7 +228,7 @@ def _lib_found(text: str) -> Iterator[_Found]:
                 start, end = m.span(long_groups[0])
             kind = rule.kind
             if kind == "private-key":
-                # Keys carry PEM armour; a bare marker (grep "BEGIN RSA PRIVATE KEY") does not.
+                # Keys carry PEM armour; a bare marker (grep "BEGIN ... KEY") does not.
                 if text[max(0, start - 5) : start] != "-----" and not m.group(0).startswith(
                     "PuTTY"
                 ):
@@ -214,6 +250,7 @@ def _lib_found(text: str) -> Iterator[_Found]:
                 end = _extend_base64(text, end)
             else:
                 end = _extend_token(text, end)
+            covered = end
             yield _Found(kind, None, start, end, strong=True)
 
 
@@ -269,13 +306,15 @@ def _own_found(text: str) -> Iterator[_Found]:
             yield _Found(kind, None, start, end, strong=True)
 
 
-# user:password@ in any scheme://, including s3://KEY:SECRET@bucket. Both parts are redacted.
+# user:password@ in any scheme://, also s3://<key id>:<secret>@bucket; both parts redacted.
 _URL_CREDS = re.compile(
     r"\b[A-Za-z][A-Za-z0-9+.\-]*://(?P<user>[^\s:/?#\[\]@'\"`]*):(?P<pw>[^\s/?#\[\]@'\"`]+)@"
 )
 
 
 def _url_found(text: str) -> Iterator[_Found]:
+    if "://" not in text or "@" not in text:
+        return
     for m in _URL_CREDS.finditer(text):
         if not _is_literal(m.group("pw")):
             continue  # https://user:${PASS}@host
@@ -429,8 +468,10 @@ def _is_literal(value: str) -> bool:
     v = _unquote(value).rstrip(",")
     if not v or v[0] in "$`" or "${" in v or "$(" in v:
         return False  # empty or shell / Kubernetes $(VAR) reference
-    if _CODE_REF.search(v) or (_IDENT_CHAIN.fullmatch(v) and secret_name_kind(v)):
-        return False
+    if _CODE_REF.search(v) or (
+        ("_" in v or "." in v) and _IDENT_CHAIN.fullmatch(v) and secret_name_kind(v)
+    ):
+        return False  # another variable: aws_session_token=aws_session_token
     if v.lower() in _BOOL_NULL or _NUMBER.fullmatch(v):
         # Booleans and short numbers (ports, counts, 4096): settings, not secrets. Numbers of
         # six or more digits stay suspicious (DB_PASSWORD=123456).
@@ -528,7 +569,10 @@ def _scan_text(text: str) -> list[_Found]:
         for f in inside:
             if f.name is None:
                 f.name = a.name  # HF_TOKEN=hf_... reports name HF_TOKEN
-        if a.kind and not inside and span[0] < span[1] and _is_literal(text[span[0] : span[1]]):
+        value = text[span[0] : span[1]]
+        if value.lower() == a.name.lstrip("-").lower():
+            continue  # token=token passes a variable on (code in a heredoc / python -c)
+        if a.kind and not inside and span[0] < span[1] and _is_literal(value):
             weak.append(_Found(a.kind, a.name, span[0], span[1], strong=False))
     return _dedupe([*strong, *weak])
 
@@ -593,7 +637,8 @@ def scan_value(name: str | None, value: str) -> list[SecretHit]:
     The value is also scanned as text (it may be a script). Hits in a one-line value carry
     ``name``; hits in a multi-line value carry the name found inside it when there is one.
 
-    >>> [h.kind for h in scan_value("AWS_ACCESS_KEY_ID", "AKIAIOSFODNN7EXAMPLE")]
+    >>> doc_id = "AKIAIOSFODNN7EXAMPLE"  # pragma: allowlist secret
+    >>> [h.kind for h in scan_value("AWS_ACCESS_KEY_ID", doc_id)]
     ['aws-access-key']
     """
     found = _scan_text(value)
@@ -619,8 +664,8 @@ def redact(text: str, extra_values: Iterable[str] = ()) -> str:
     are redacted too (values shorter than 4 characters only where detected, so that a
     one-letter password does not blank every letter of a log).
 
-    >>> redact("url=https://bob:pw1234@h/x token=abc", extra_values=["abc"])
-    'url=https://***@h/x token=***'
+    >>> redact("https://bob:pw1234@h/x t=abc", ["abc"])  # pragma: allowlist secret
+    'https://***@h/x t=***'
     """
     spans = [(f.start, f.end) for f in _scan_text(text)]
     values = {text[s:e] for s, e in spans if e - s >= 4}
