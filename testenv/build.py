@@ -6,7 +6,7 @@ works on a fresh machine with no other network. A warm cache means ``up`` builds
 
 from __future__ import annotations
 
-import fcntl
+import contextlib
 import json
 import os
 import re
@@ -14,13 +14,12 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from testenv import versions
-from testenv.paths import cache_root
+from testenv.paths import cache_root, dir_lock
 
 
 class BuildError(RuntimeError):
@@ -243,16 +242,8 @@ NEEDS: dict[str, tuple[str, ...]] = {
 }
 
 
-@contextmanager
-def _cache_lock() -> Iterator[None]:
-    root = cache_root()
-    root.mkdir(parents=True, exist_ok=True)
-    with (root / ".lock").open("w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+def _cache_lock() -> contextlib.AbstractContextManager[None]:
+    return dir_lock(cache_root())
 
 
 def say(msg: str) -> None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 # The repository root: this file lives in <root>/testenv/.
@@ -24,3 +27,15 @@ def state_root() -> Path:
     if override:
         return Path(override).resolve()
     return REPO_ROOT / ".testenv"
+
+
+@contextmanager
+def dir_lock(root: Path) -> Iterator[None]:
+    """An exclusive lock on ``root`` (a ``.lock`` file in it), held for the block."""
+    root.mkdir(parents=True, exist_ok=True)
+    with (root / ".lock").open("w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)

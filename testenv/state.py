@@ -6,16 +6,14 @@ Both files hold credentials, so they are written owner-only and never printed by
 
 from __future__ import annotations
 
-import fcntl
+import contextlib
 import json
 import os
 import shlex
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from testenv.paths import state_root
+from testenv.paths import dir_lock, state_root
 
 State = dict[str, Any]
 
@@ -84,14 +82,6 @@ def write_env(state: State) -> None:
     _write_private(env_file(), "\n".join(lines) + "\n")
 
 
-@contextmanager
-def locked() -> Iterator[None]:
+def locked() -> contextlib.AbstractContextManager[None]:
     """One `up`/`down` at a time per state dir (parallel pytest sessions, CI retries)."""
-    root = state_root()
-    root.mkdir(parents=True, exist_ok=True)
-    with (root / ".lock").open("w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    return dir_lock(state_root())

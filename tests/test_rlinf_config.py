@@ -43,17 +43,22 @@ def ours(path: Path, overrides: list[str] = ()) -> dict[str, Any] | str:  # type
     return fatal[0] if fatal else cfg.data
 
 
+def assert_same_as_hydra(path: Path, overrides: list[str] = ()) -> None:  # type: ignore[assignment]
+    """Both compose the same config, or both refuse it."""
+    expected, got = hydra_compose(path, overrides), ours(path, overrides)
+    if isinstance(expected, str):
+        assert isinstance(got, str), f"Hydra refuses ({expected}) but the loader accepted"
+    else:
+        assert got == expected
+
+
 def test_the_sample_is_complete() -> None:
     assert len(TOP_LEVEL) >= 50
 
 
 @pytest.mark.parametrize("path", TOP_LEVEL, ids=lambda p: p.name)
 def test_composition_equals_hydra(path: Path) -> None:
-    expected, got = hydra_compose(path), ours(path)
-    if isinstance(expected, str):
-        assert isinstance(got, str), f"Hydra fails ({expected}) but the loader composed it"
-    else:
-        assert got == expected
+    assert_same_as_hydra(path)
 
 
 OVERRIDE_CASES = [
@@ -72,12 +77,7 @@ OVERRIDE_CASES = [
 
 @pytest.mark.parametrize("overrides", OVERRIDE_CASES, ids=lambda o: " ".join(o))
 def test_overrides_equal_hydra(overrides: list[str]) -> None:
-    path = EXAMPLES / "embodiment/config/maniskill_ppo_openvlaoft.yaml"
-    expected, got = hydra_compose(path, overrides), ours(path, overrides)
-    if isinstance(expected, str):
-        assert isinstance(got, str), f"Hydra refuses ({expected}) but the loader accepted"
-    else:
-        assert got == expected
+    assert_same_as_hydra(EXAMPLES / "embodiment/config/maniskill_ppo_openvlaoft.yaml", overrides)
 
 
 def test_unresolvable_env_interpolation_is_reported_not_raised(tmp_path: Path) -> None:
@@ -138,12 +138,7 @@ SYNTHETIC = {
 )
 def test_group_choices_and_packages_equal_hydra(tmp_path: Path, overrides: list[str]) -> None:
     _tree(tmp_path, SYNTHETIC)
-    path = tmp_path / "app.yaml"
-    expected, got = hydra_compose(path, overrides), ours(path, overrides)
-    if isinstance(expected, str):
-        assert isinstance(got, str), f"Hydra refuses ({expected}) but the loader accepted"
-    else:
-        assert got == expected
+    assert_same_as_hydra(tmp_path / "app.yaml", overrides)
 
 
 def _leaf_keys(tree: dict[str, Any], prefix: str = "") -> list[str]:

@@ -52,6 +52,21 @@ _CD_WORKSPACE = re.compile(r"(?:^|[\s;&|(])cd\s+['\"]?(/workspace(?:/[^\s;&|)'\"
 _DNS1123_LABEL = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
 
 
+def harness_paths() -> list[str]:
+    """Host folders the Worker's Python needs: this venv, its base, editable sources.
+
+    The Pod gets a private /tmp; a checkout that lives under /tmp must stay visible in it.
+    """
+    found = {sys.prefix, sys.base_prefix, *(p for p in sys.path if p and os.path.isdir(p))}
+    ordered = sorted(os.path.realpath(p) for p in found)
+    # A folder inside one already kept comes along with it.
+    return [
+        p
+        for i, p in enumerate(ordered)
+        if not any(p.startswith(q.rstrip("/") + "/") for q in ordered[:i])
+    ]
+
+
 class LocalAdapterError(RuntimeError):
     """A request the local target refuses (a Job that already exists, an unknown Pod)."""
 
@@ -253,6 +268,7 @@ class LocalAdapter:
             ray_start=self._ray_start(),
             status_fd=-1,
             s3=s3,
+            keep=harness_paths(),
         )
 
     def _ray_start(self) -> list[str]:

@@ -113,6 +113,15 @@ def build_root(spec: WorkerSpec) -> None:
         src.chmod(mode)
         (root / private).mkdir(exist_ok=True)
         _mount("--bind", str(src), str(root / private))
+    # The harness's own environment may live under /tmp (a checkout there): show it again,
+    # read-only, through the Pod's private /tmp so the Worker's Python can run.
+    for path in spec.keep:
+        parts = Path(path).parts
+        if len(parts) > 2 and parts[1] in PRIVATE_TOP - {"proc"} and Path(path).is_dir():
+            target = _inside(root, path)
+            target.mkdir(parents=True, exist_ok=True)
+            _mount("--rbind", path, str(target))
+            _mount("-o", "remount,bind,ro", str(target))
 
 
 def _bind(root: Path, m: MountSpec) -> None:

@@ -56,6 +56,7 @@ class WorkerSpec:
     s3: S3Endpoint | None = None
     workdir: str = "/"
     extra: dict[str, str] = field(default_factory=dict)
+    keep: list[str] = field(default_factory=list)  # host folders shown through private /tmp
 
     @property
     def root(self) -> Path:
