@@ -339,15 +339,19 @@ def _read_line(
         st.script_line = index
 
 
+# Ray's CLI logs as "2026-11-30 13:13:38,746\tINFO scripts.py:1088 -- Next steps" when its
+# output is not a terminal, as in a Pod; on a terminal it prints the same banner bare.
+_RAY_CLI_LINE = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}\s+[A-Z]+\s+\S+:\d+ -- ")
 _RAY_BANNER = re.compile(
-    r"^\s*$|^-{3,}|^\s{2,}|Next steps|To (connect|terminate|monitor)|"
-    r"ray (stop|status)|Local node IP|Dashboard|--|Ray runtime started"
+    r"^\s*$|^-{3,}\s*$|^\s*(Next steps|Note: The following|the head node or within"
+    r"|To (add another node|connect to this|terminate the Ray|view the status|monitor)"
+    r"|ray (start|stop|status)\b|import ray$|ray\.init\(|Local node IP|Ray runtime started)"
 )
 
 
 def _is_script_output(line: str) -> bool:
-    """A line after Ray's start-up banner that Ray itself did not print."""
-    return not _RAY_BANNER.search(line)
+    """A line after Ray's start-up that Ray's own CLI did not print."""
+    return not (_RAY_CLI_LINE.match(line) or _RAY_BANNER.search(line))
 
 
 def _runtime_config_checks(
@@ -477,11 +481,12 @@ def _confirm_output(
         if worker_over:
             break
         if time.monotonic() >= deadline:
+            found = f": {report.summary()}" if report is not None else ""
             raise _fail(
                 done,
                 "6.5",
-                f"no checkpoint at {store.describe()}/{prefix} after "
-                f"{timeouts['output']:.0f} s (timeouts.output)",
+                f"no intact checkpoint at {store.describe()}/{prefix} after "
+                f"{timeouts['output']:.0f} s (timeouts.output){found}",
                 t0,
             )
         # Wait for the Worker to change or a short relist interval, whichever comes first.
