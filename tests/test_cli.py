@@ -263,3 +263,58 @@ def test_node_selection_against_a_kubectl_node_list(
         if f["severity"] == "error" and f["check"] in ("3.2", "3.3")
     }
     assert errors == expect
+
+
+def test_an_unknown_job_normaliser_is_a_usage_error(tmp_path: Path) -> None:
+    job = tmp_path / "job.yaml"
+    job.write_text("spec: {}\n")
+    cfg = EXAMPLES / "embodiment/config/frankasim_ppo_mlp.yaml"
+    out = cli(
+        "preflight", "--rlinf-config", str(cfg), "--job", str(job), "--job-normaliser", "site-x"
+    )
+    assert out.returncode == 2 and "site-x" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_without_a_job_yaml_the_console_preview_is_rendered_from_the_run_info(
+    tmp_path: Path,
+) -> None:
+    """A profile with runInfo only: the Job is rendered as the console would render it."""
+    import yaml
+
+    prof = yaml.safe_load(PROFILE.read_text())
+    prof.pop("job")
+    prof["rlinf"]["config"] = str((PROFILE.parent / prof["rlinf"]["config"]).resolve())
+    prof["target"]["cluster"] = "local"
+    prof["target"]["mounts"] = [
+        {
+            "name": "ckpt",
+            "type": "objectStorage",
+            "bucket": "rlinf-ckpt",
+            "containerPath": "/mnt/ckpt",
+        },
+        {
+            "name": "data",
+            "type": "hostPath",
+            "hostPath": "/srv/data",
+            "containerPath": "/mnt/data",
+            "readOnly": True,
+        },
+        {
+            "name": "models",
+            "type": "hostPath",
+            "hostPath": "/srv/models",
+            "containerPath": "/mnt/models",
+            "readOnly": True,
+        },
+    ]
+    path = tmp_path / "profile.yaml"
+    path.write_text(yaml.safe_dump(prof))
+    out = cli("preflight", "--profile", str(path), "--json")
+    data = json.loads(out.stdout)
+    assert out.returncode == 0, data["findings"]
+    # The same profile with an unpinned image: the finding points into the rendered YAML.
+    prof["runInfo"]["image"] = "registry.example.com/rlinf:latest"
+    path.write_text(yaml.safe_dump(prof))
+    data = json.loads(cli("preflight", "--profile", str(path), "--json").stdout)
+    f = next(f for f in data["findings"] if f["check"] == "3.4")
+    assert f["code"] == "image-latest" and "rendered Job YAML" in f["location"]

@@ -50,6 +50,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="also run the cluster checks (3.1, 3.2, 5.7) against the profile's target",
     )
     pf.add_argument(
+        "--job-normaliser",
+        metavar="NAME",
+        help="read the Job YAML with a site's normaliser (rlark_acceptance.normalisers)",
+    )
+    pf.add_argument(
         "--nodes",
         metavar="FILE",
         help="a node inventory for 3.2 / 5.7 (kubectl get nodes -o yaml, or a list)",
@@ -103,6 +108,7 @@ def _preflight(args: argparse.Namespace) -> int:
             overrides=args.override,
             config_dir=args.config_dir,
             nodes=nodes,
+            job_normaliser=args.job_normaliser,
         )
     if args.json:
         print(json.dumps(result.to_json(), indent=2, ensure_ascii=False))

@@ -79,7 +79,9 @@ def rlinf_json(r: EffectiveRLinf | None, path: str | None) -> dict[str, Any] | N
 
 def _job_from_profile(profile: Profile) -> Job:
     if profile.job is not None:
-        return read_job(str(profile.job), shown=_shown(profile.job))
+        return read_job(
+            str(profile.job), shown=_shown(profile.job), normaliser_name=profile.job_normaliser
+        )
     ri = profile.run_info
     node = profile.target.node
     node_name = ri.expected_node or (node.name if node else None)
@@ -165,9 +167,12 @@ def preflight_files(
     config_dir: str | Path | None = None,
     nodes: list[NodeSpec] | None = None,
     real_robot_confirmed: bool = False,
+    job_normaliser: str | None = None,
 ) -> PreflightResult:
     loader = ConfigLoader()
-    job_obj = read_job(str(job), shown=_shown(Path(job))) if job else None
+    job_obj = (
+        read_job(str(job), shown=_shown(Path(job)), normaliser_name=job_normaliser) if job else None
+    )
     ovs = [Override(t, Location("--override"), "command line") for t in overrides or []]
     rlinf, validated = _effective(
         loader, Path(rlinf_config), Path(config_dir) if config_dir else None, ovs, job_obj, None

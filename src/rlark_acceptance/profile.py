@@ -64,6 +64,7 @@ class Profile:
     run_info: RunInfo
     real_robot_confirmed: bool
     timeouts: dict[str, float]
+    job_normaliser: str | None = None  # a site's own reader of its console's Job YAML
 
     def loc(self, *keys: Any) -> Location:
         return self.doc.loc(*keys)
@@ -153,6 +154,7 @@ def load_profile(path: str | Path) -> Profile:
         run_info=run_info,
         real_robot_confirmed=safety.get("realRobotConfirmed") is True,
         timeouts=timeouts,
+        job_normaliser=_str(doc.data.get("jobNormaliser")),
     )
 
 
