@@ -38,6 +38,27 @@ def log_path(workspace: Workspace, path: str) -> None:
     workspace.set_log_path(path)
 
 
+@given("RLinf writes its checkpoints to a writable hostPath mount")
+def hostpath_output(workspace: Workspace) -> None:
+    host = workspace.root / "node-outputs"
+    host.mkdir()
+    workspace.role["mounts"].append(
+        {
+            "name": "outputs",
+            "type": "hostPath",
+            "hostPath": str(host),
+            "containerPath": "/mnt/outputs",
+        }
+    )
+    workspace.set_log_path("/mnt/outputs/logs")
+    paths = workspace.run_info.setdefault("paths", {})
+    paths["checkpoint"] = paths["output"] = "/mnt/outputs/logs"
+    experiment = _config(workspace)["runner"]["logger"]["experiment_name"]
+    workspace.run_info["expectedOutput"] = f"/mnt/outputs/logs/{experiment}/checkpoints"
+    assert workspace.job is not None
+    workspace.job["spec"]["tensorboard"] = {"logDir": "/mnt/outputs/logs/tensorboard"}
+
+
 def _config(ws: Workspace) -> dict[str, Any]:
     assert ws.config is not None, "the profile has no RLinf config"
     return ws.config

@@ -146,6 +146,26 @@ def not_a_timeout(fault_run: AcceptanceRun, timeout: str) -> None:
     assert first.at is not None
 
 
+@then(parsers.re(r"checks (?P<ids>[\w.]+(?:, [\w.]+)*) of the run pass$"))
+def run_checks_pass(fault_run: AcceptanceRun, ids: str) -> None:
+    assert fault_run.record is not None, "nothing was submitted: the pre-flight failed"
+    for check in ids.split(", "):
+        p = fault_run.record.phases[check]
+        assert p.status == "passed", f"[{check}] {p.status}: {p.message}"
+
+
+@then("the checkpoint was read back from the node's filesystem after the Worker was gone")
+def read_back_from_node(fault_run: AcceptanceRun, workspace: Workspace) -> None:
+    rec = fault_run.record
+    assert rec is not None and rec.checkpoint_after_delete is not None
+    assert rec.checkpoint_after_delete.ok, rec.checkpoint_after_delete.summary()
+    host = str(workspace.root / "node-outputs")
+    assert rec.checkpoint_after_delete.location.startswith(f"file://{host}/"), (
+        rec.checkpoint_after_delete.location
+    )
+    assert rec.pods == [], f"the Worker still exists: {rec.pods}"
+
+
 @then(parsers.parse("the pre-flight had failed check {check}"))
 def preflight_had_failed(fault_run: AcceptanceRun, check: str) -> None:
     assert fault_run.preflight.outcome.status(check) == "failed"
