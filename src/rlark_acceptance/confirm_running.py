@@ -68,6 +68,10 @@ class RunRecord:
     signal_lag: float | None = None  # seconds from the signal line's arrival to 6.4 passing
     fault_at: float | None = None  # seconds after submission when the Worker showed the fault
 
+    def __repr__(self) -> str:  # the log and the Job may hold secrets: reprs reach reports
+        phases = {c: p.status for c, p in self.phases.items()}
+        return f"RunRecord({self.job.name!r}, phases={phases})"
+
     def status(self, check: str) -> str:
         return self.phases[check].status if check in self.phases else "skipped"
 

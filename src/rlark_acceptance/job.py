@@ -46,6 +46,9 @@ class EnvVar:
     value: str | None
     location: Location
 
+    def __repr__(self) -> str:  # the value may be a secret: reprs end up in test reports
+        return f"EnvVar({self.name!r}, value withheld, {self.location})"
+
 
 @dataclass
 class Role:
@@ -65,6 +68,9 @@ class Role:
 
     def loc(self, *keys: Any) -> Location:
         return self.doc.loc("spec", "roles", self.index, *keys)
+
+    def __repr__(self) -> str:  # scripts and env may hold secrets: reprs reach reports
+        return f"Role({self.name!r}, image={self.image!r}, gpus={self.gpus!r})"
 
 
 @dataclass
@@ -90,6 +96,9 @@ class Job:
     doc: YamlDoc
     rendered: bool = False
     problems: list[ShapeProblem] = field(default_factory=list)
+
+    def __repr__(self) -> str:  # scripts and env may hold secrets: reprs reach reports
+        return f"Job({self.name!r}, roles={[r.name for r in self.roles]}, doc={self.doc.path!r})"
 
     def loc(self, *keys: Any) -> Location:
         return self.doc.loc(*keys)

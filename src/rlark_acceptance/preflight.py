@@ -26,6 +26,9 @@ class PreflightResult:
     validated: EffectiveRLinf | None = None  # the config without the run script's overrides
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def __repr__(self) -> str:  # compact, and never the inputs' content
+        return f"PreflightResult(verdict={self.verdict!r}, findings={len(self.findings)})"
+
     @property
     def findings(self) -> list[Finding]:
         return self.outcome.findings

@@ -69,6 +69,9 @@ class Profile:
     def loc(self, *keys: Any) -> Location:
         return self.doc.loc(*keys)
 
+    def __repr__(self) -> str:  # compact, and never the commands (they may hold secrets)
+        return f"Profile({self.name!r}, {str(self.path)!r}, adapter={self.target.adapter!r})"
+
 
 def _section(doc: YamlDoc, key: str) -> dict[str, Any]:
     value = doc.data.get(key)

@@ -67,6 +67,9 @@ class YamlDoc:
     lines: dict[KeyPath, int] = field(default_factory=dict)
     blocks: set[KeyPath] = field(default_factory=set)  # literal / folded block scalars
 
+    def __repr__(self) -> str:  # never the content: it may hold secrets
+        return f"YamlDoc({self.path!r})"
+
     def line_of(self, *keys: Hashable) -> int | None:
         """Line of the node at ``keys``, or of its nearest ancestor that has one."""
         path: KeyPath = tuple(keys)
