@@ -43,3 +43,10 @@ Feature: Step 1 保留原有 RLinf 配置 (keep the validated RLinf config)
       | the algorithm        | algorithm.gamma=0.5              |
       | offload              | actor.enable_offload=true        |
       | pipeline_stage_num   | rollout.pipeline_stage_num=2     |
+
+  @check-1.2 @check-3.7 @positive
+  Scenario: moving the model path onto a mount keeps the validated settings
+    Given the default acceptance profile
+    And the run command adds the override "actor.model.model_path=/mnt/models/mlp"
+    When the pre-flight runs
+    Then checks 1.2, 3.7 pass

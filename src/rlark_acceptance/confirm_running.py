@@ -228,7 +228,13 @@ def _observe(
         elif item.kind == "log" and item.line is not None:
             rec.log.append(item.line)
             _read_line(rec, st, item.line, len(rec.log) - 1, validated, done, t0)
-            if signal is not None and st.signal_line is None and signal.search(item.line):
+            # Only the run script's output counts: Ray's own lines could match a loose pattern.
+            if (
+                signal is not None
+                and st.signal_line is None
+                and st.script_line is not None
+                and signal.search(item.line)
+            ):
                 st.signal_line = len(rec.log) - 1
                 st.signal_at = item.at
         elif item.kind == "end":

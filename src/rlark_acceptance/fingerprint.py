@@ -19,12 +19,10 @@ WORDS = (
     "pipeline_stage_num",
     "checkpoint",
     "ckpt",
-    "resume_dir",
-    "model_path",
     "model_type",
-    "tokenizer_path",
     "precision",
 )
+PATH_SUFFIXES = ("path", "paths", "dir", "dirs", "_file", "_root")
 MODEL_PARENTS = ("actor.model", "rollout.model", "critic.model", "reward.model")
 # RLinf rewrites these at start-up or they only name where output goes: not part of "how".
 IGNORED_PREFIXES = ("runner.logger", "hydra")
@@ -44,6 +42,10 @@ def leaves(tree: Any, prefix: str = "") -> dict[str, Any]:
 
 def _wanted(key: str) -> bool:
     if key.startswith(IGNORED_PREFIXES):
+        return False
+    # Where data, models and checkpoints live is not how RLinf uses the GPUs: 3.7 asks for
+    # exactly such paths to be moved onto the mounts, in the config or the run command.
+    if key.rsplit(".", 1)[-1].endswith(PATH_SUFFIXES):
         return False
     if any(key == r or key.startswith(r + ".") for r in ROOTS + MODEL_PARENTS):
         return True
