@@ -14,6 +14,17 @@ EXAMPLES = ROOT / "tests" / "data" / "rlinf-configs" / "examples"
 PROFILE = ROOT / "profiles" / "local.yaml"
 
 
+# CONTRACT §3: the classification both `preflight --json` and `configs --json` carry.
+CLASSIFICATION = {
+    "numNodes",
+    "gpusRequired",
+    "gpusAll",
+    "singleNode",
+    "realRobot",
+    "redirectReasons",
+}
+
+
 def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     # A generous bound only stops a hang from blocking the suite; speed is in bench/.
     return subprocess.run(
@@ -31,17 +42,7 @@ def test_preflight_json_follows_the_contract() -> None:
     data = json.loads(out.stdout)
     assert set(data) == {"verdict", "rlinf", "findings"}
     assert data["verdict"] == "pass"
-    assert set(data["rlinf"]) == {
-        "path",
-        "numNodes",
-        "gpusRequired",
-        "gpusAll",
-        "singleNode",
-        "realRobot",
-        "redirectReasons",
-        "logPath",
-        "checkpointDir",
-    }
+    assert set(data["rlinf"]) == CLASSIFICATION | {"path", "logPath", "checkpointDir"}
     assert data["rlinf"]["checkpointDir"] == "/mnt/ckpt/logs/smoke_ppo_mlp/checkpoints"
     for f in data["findings"]:
         assert set(f) == {"check", "severity", "code", "message", "location"}
@@ -105,17 +106,7 @@ def test_configs_audits_a_tree_and_survives_a_broken_file(tmp_path: Path) -> Non
     out = cli("configs", str(tree), "--json")
     rows = {Path(r["path"]).name: r for r in json.loads(out.stdout)}
     assert set(rows) == {"good.yaml", "broken.yaml", "reversed.yaml"}
-    keys = {
-        "path",
-        "numNodes",
-        "gpusRequired",
-        "gpusAll",
-        "singleNode",
-        "realRobot",
-        "redirectReasons",
-        "error",
-    }
-    assert all(set(r) == keys for r in rows.values())
+    assert all(set(r) == CLASSIFICATION | {"path", "error"} for r in rows.values())
     assert rows["good.yaml"]["gpusRequired"] == 4 and rows["good.yaml"]["error"] is None
     assert "broken.yaml:" in rows["broken.yaml"]["error"]
     assert "reversed range" in rows["reversed.yaml"]["error"]
