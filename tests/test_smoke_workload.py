@@ -99,6 +99,8 @@ def ray_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayHead]:
         f"--metrics-export-port={free_port()}",
     ]
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    # Loopback only: otherwise Ray binds to the machine's interface address.
+    env["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
     t0 = time.monotonic()
     proc = subprocess.Popen(
         cmd,
@@ -147,7 +149,11 @@ def run_smoke(
     cwd.mkdir(parents=True, exist_ok=True)
     log_path = cwd / "logs"
     env = dict(
-        os.environ, RAY_ADDRESS=ray_address, RAY_USAGE_STATS_ENABLED="0", **(extra_env or {})
+        os.environ,
+        RAY_ADDRESS=ray_address,
+        RAY_USAGE_STATS_ENABLED="0",
+        RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0",
+        **(extra_env or {}),
     )
     env.pop("HYDRA_FULL_ERROR", None)
     args = ["--config-path", str(config[0]), "--config-name", config[1]] if config else []

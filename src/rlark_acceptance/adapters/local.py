@@ -255,6 +255,10 @@ class LocalAdapter:
             "LANG": "C.UTF-8",
             "HOSTNAME": pod,
             "RAY_USAGE_STATS_ENABLED": "0",
+            # The node is this machine and nothing joins from outside: keep Ray on loopback.
+            # Ray replaces --node-ip-address=127.0.0.1 with the machine's interface address
+            # unless its cluster mode is off (the switch Ray itself uses on laptops).
+            "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
             POD_MARKER_ENV: ref.uid or "",
         }
         env.update({e.name: e.value or "" for e in role.env})
