@@ -136,13 +136,38 @@ def kubectl(*args: str, stdin: str | None = None, check: bool = True, timeout: f
     return res.stdout
 
 
+_OWNED_BY_JOB = """\
+    - key: '.metadata.ownerReferences.[].kind'
+      operator: 'In'
+      values:
+      - 'Job'
+"""
+
+
+def _only_batch_jobs_complete(text: str) -> str:
+    """kwok's pod-complete stage ends every Running Pod owned by *a* kind ``Job`` at once;
+    it means batch/v1 Jobs, and an rlark.io Job's Worker must keep running like a real one."""
+    if _OWNED_BY_JOB not in text:
+        raise RuntimeError("kwok's pod-complete stage changed: review _only_batch_jobs_complete")
+    also = (
+        "    - key: '.metadata.ownerReferences.[].apiVersion'\n"
+        "      operator: 'In'\n"
+        "      values:\n"
+        "      - 'batch/v1'\n"
+    )
+    return text.replace(_OWNED_BY_JOB, _OWNED_BY_JOB + also)
+
+
 def _stage_docs() -> list[str]:
     """kwok's default stages from the pinned module, plus ours (a custom list replaces
     the defaults, so they must be listed again)."""
     docs = []
     stages = build.RECIPES["kwok"].dir / "stages"
     for rel in build.KWOK_STAGE_FILES:
-        docs.append((stages / Path(rel).name).read_text())
+        text = (stages / Path(rel).name).read_text()
+        if Path(rel).name == "pod-complete.yaml":
+            text = _only_batch_jobs_complete(text)
+        docs.append(text)
     own = HERE / "stages"
     for path in sorted(own.glob("*.yaml")):
         docs.append(path.read_text().replace("@BAD_IMAGE_MARKER@", BAD_IMAGE_MARKER))

@@ -114,7 +114,7 @@ def load_profile(path: str | Path) -> Profile:
     known = {"adapter", "kubeconfig", "context", "namespace", "node"}
     target = Target(
         adapter=str(target_raw.get("adapter") or "local"),
-        kubeconfig=_str(target_raw.get("kubeconfig")),
+        kubeconfig=_str(_path(base, target_raw.get("kubeconfig"), doc, "target", "kubeconfig")),
         context=_str(target_raw.get("context")),
         namespace=str(target_raw.get("namespace") or "rlinf-acceptance"),
         node=node,
