@@ -22,13 +22,9 @@ Job's roles may name; default: the kubeconfig context's cluster), ``delete_timeo
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import os
-import signal
 import threading
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import yaml
@@ -39,6 +35,7 @@ from ..inventory import node_from_k8s
 from ..job import JOB_NAME_LABEL, Job, Mount
 from ..profile import NodeSpec, Profile
 from ..storage.store import FileStore, S3Store, Store
+from . import cleanup
 from .base import Event, JobRef, Observation, PodStatus, SubmitRejected
 from .kubernetes_stream import (
     Item,
@@ -85,19 +82,6 @@ def connect(kubeconfig: str | None, context: str | None) -> tuple[client.ApiClie
     return client.ApiClient(cfg), cluster
 
 
-def spawn(name: str, fn: Any) -> None:
-    """A daemon thread that never takes SIGINT / SIGTERM: the kernel then delivers them to
-    the main thread, the only one where Python runs handlers. Taken by a thread blocked in
-    a read, a signal would leave a main thread in ``time.sleep`` asleep, and the cleanup
-    waiting for it."""
-
-    def run() -> None:
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-        fn()
-
-    threading.Thread(target=run, name=name, daemon=True).start()
-
-
 def _selector(ref: JobRef) -> str:
     return f"{JOB_NAME_LABEL}={ref.name}"
 
@@ -121,9 +105,7 @@ class KubernetesAdapter:
         # Pod names ever seen per Job: Events stay attributable after the Pods are gone.
         self._pod_names: dict[tuple[str, str], set[str]] = {}
         self._lock = threading.RLock()
-        _LIVE.add(self)
-        if opts.get("install_signal_handlers", True):
-            _install_handlers()
+        cleanup.register(self, signals=opts.get("install_signal_handlers", True))
 
     # --- submit -------------------------------------------------------------------------
     def submit(self, job: Job, manifest: str) -> JobRef:
@@ -301,7 +283,7 @@ class KubernetesAdapter:
             if not done.wait(self.delete_timeout):
                 stopper.stop()
 
-        spawn(f"k8s-delete-{ref.name}", deadline)
+        cleanup.spawn(f"k8s-delete-{ref.name}", deadline)
         try:
             list_then_watch(
                 self.core.list_namespaced_pod,
@@ -335,7 +317,7 @@ class KubernetesAdapter:
             s.stop()
         if errors:
             raise errors[0]  # still live: the atexit hook tries once more
-        _LIVE.discard(self)
+        cleanup.unregister(self)
 
 
 def _unless_gone(fn: Any, *args: Any, **kw: Any) -> None:
@@ -390,7 +372,7 @@ class _Observer:
                         )
                     )
 
-        spawn(f"k8s-{what}-{self.ref.name}", run)
+        cleanup.spawn(f"k8s-{what}-{self.ref.name}", run)
 
     def _on_pod(self, kind: str, pod: Item) -> None:
         if kind == "DELETED":
@@ -471,42 +453,3 @@ class _Observer:
                 self.stopper.event.wait(min(3.0, 0.2 * 2**broken))
             finally:
                 self.stopper.unregister(resp)
-
-
-# --- cleanup on exit and on SIGINT / SIGTERM ------------------------------------------------
-_LIVE: set[KubernetesAdapter] = set()
-_PREVIOUS: dict[int, Any] = {}
-_closing = threading.Lock()
-
-
-def close_all() -> None:
-    """Delete every Job of every live kubernetes adapter (idempotent)."""
-    if not _closing.acquire(blocking=False):
-        return  # a second signal while closing: let the first cleanup finish
-    try:
-        for adapter in list(_LIVE):
-            with contextlib.suppress(Exception):
-                adapter.close()
-    finally:
-        _closing.release()
-
-
-def _on_signal(signum: int, frame: FrameType | None) -> None:
-    close_all()
-    previous = _PREVIOUS.get(signum)
-    if callable(previous):
-        previous(signum, frame)  # e.g. Python's SIGINT handler: KeyboardInterrupt
-    elif previous in (signal.SIG_DFL, None):
-        signal.signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)  # die of the signal, as without this handler
-
-
-def _install_handlers() -> None:
-    if _PREVIOUS or threading.current_thread() is not threading.main_thread():
-        return  # installed already, or not allowed here: atexit and close() still apply
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        _PREVIOUS[sig] = signal.getsignal(sig)
-        signal.signal(sig, _on_signal)
-
-
-atexit.register(close_all)

@@ -17,11 +17,9 @@
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import os
 import re
-import signal
 import socket
 import sys
 import tempfile
@@ -29,12 +27,12 @@ import threading
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from ..job import JOB_NAME_LABEL, ROLE_LABEL, Job, Mount, Role
 from ..profile import NodeSpec, Profile
 from ..storage.store import FileStore, S3Store, Store
+from . import cleanup
 from .base import Event, JobRef, Observation, PodStatus, SubmitRejected
 from .local_pod import PodRun, remove_scratch, scratch_is_orphaned
 from .local_s3 import S3ConfigError, client, endpoint_for_s3fs
@@ -109,9 +107,7 @@ class LocalAdapter:
         self.image_dirs = [str(d) for d in opts.get("image_dirs") or []]
         self._jobs: dict[tuple[str, str], _JobRecord] = {}
         self._lock = threading.RLock()
-        _LIVE.add(self)
-        if opts.get("install_signal_handlers", True):
-            _install_handlers()
+        cleanup.register(self, signals=opts.get("install_signal_handlers", True))
 
     # --- submit -------------------------------------------------------------------------
     def submit(self, job: Job, manifest: str) -> JobRef:
@@ -366,7 +362,7 @@ class LocalAdapter:
             refs = [r.ref for r in self._jobs.values()]
         for ref in refs:
             self.delete(ref)
-        _LIVE.discard(self)
+        cleanup.unregister(self)
 
 
 # --- cleanup on exit and on SIGINT / SIGTERM ------------------------------------------------
@@ -382,42 +378,3 @@ def sweep_stale(scratch_root: Path) -> None:
         if scratch.is_dir() and scratch_is_orphaned(scratch):
             with contextlib.suppress(RuntimeError, OSError):
                 remove_scratch(scratch, _mounted_below)
-
-
-# Strong references: an adapter dropped without close() must still be cleaned up at exit.
-_LIVE: set[LocalAdapter] = set()
-_PREVIOUS: dict[int, Any] = {}
-_closing = threading.Lock()
-
-
-def close_all() -> None:
-    """Delete every Pod of every live local adapter (idempotent)."""
-    if not _closing.acquire(blocking=False):
-        return  # a second signal while closing: let the first cleanup finish
-    try:
-        for adapter in list(_LIVE):
-            with contextlib.suppress(Exception):
-                adapter.close()
-    finally:
-        _closing.release()
-
-
-def _on_signal(signum: int, frame: FrameType | None) -> None:
-    close_all()
-    previous = _PREVIOUS.get(signum)
-    if callable(previous):
-        previous(signum, frame)  # e.g. Python's SIGINT handler: KeyboardInterrupt
-    elif previous in (signal.SIG_DFL, None):
-        signal.signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)  # die of the signal, as without this handler
-
-
-def _install_handlers() -> None:
-    if _PREVIOUS or threading.current_thread() is not threading.main_thread():
-        return  # installed already, or not allowed here: atexit and close() still apply
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        _PREVIOUS[sig] = signal.getsignal(sig)
-        signal.signal(sig, _on_signal)
-
-
-atexit.register(close_all)

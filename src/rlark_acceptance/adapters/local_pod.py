@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from . import cleanup
 from .base import Event, Happening, Observation, PodStatus
 from .local_spec import STATUS_ERROR, STATUS_MOUNT_FAILED, STATUS_STARTED, WorkerSpec
 
@@ -135,10 +136,8 @@ class PodRun:
             start_new_session=True,  # its own process group: delete() kills exactly this
         )
         os.close(spec.status_fd)  # the init holds the write end now
-        self.thread = threading.Thread(
-            target=self._supervise, args=(self.proc, status_r), name=f"pod-{self.name}", daemon=True
-        )
-        self.thread.start()
+        proc = self.proc
+        self.thread = cleanup.spawn(f"pod-{self.name}", lambda: self._supervise(proc, status_r))
 
     def _supervise(self, proc: subprocess.Popen[bytes], status_r: int) -> None:
         assert proc.stdout is not None
