@@ -58,13 +58,6 @@ NODE = "gpu-node-07"
 IMAGE = "registry.example.com/rlinf:v0.3.0-cuda12.4"
 RLARK_CLUSTER = "gpu-a"
 TIMEOUT = 60.0
-AWS_VARS_CLEARED = (
-    "AWS_PROFILE",
-    "AWS_SESSION_TOKEN",
-    "AWS_ENDPOINT_URL",
-    "AWS_CONFIG_FILE",
-    "AWS_SHARED_CREDENTIALS_FILE",
-)
 # What `ray start --head` prints in a Pod (not a terminal).
 RAY_START = [
     "2026-11-30 13:13:35,847\tINFO usage_lib.py:448 -- Usage stats collection is disabled.",
@@ -87,20 +80,6 @@ def platform(kube_env: KubeEnv) -> Iterator[PlatformDouble]:
         yield double
     finally:
         double.stop()
-
-
-@pytest.fixture(scope="module")
-def s3_chain(s3_env: S3Env) -> Iterator[S3Env]:
-    """testenv's S3 server, reachable through boto3's standard chain (environment only)."""
-    with pytest.MonkeyPatch.context() as mp:
-        for var in AWS_VARS_CLEARED:
-            mp.delenv(var, raising=False)
-        mp.setenv("AWS_ACCESS_KEY_ID", s3_env.access_key)
-        mp.setenv("AWS_SECRET_ACCESS_KEY", s3_env.secret_key)
-        mp.setenv("AWS_REGION", s3_env.region)
-        mp.setenv("AWS_DEFAULT_REGION", s3_env.region)
-        mp.setenv("AWS_ENDPOINT_URL_S3", s3_env.endpoint)
-        yield s3_env
 
 
 @pytest.fixture

@@ -36,30 +36,9 @@ REPO = Path(__file__).resolve().parent.parent
 PROFILE = REPO / "profiles" / "local.yaml"
 RUN_TIMEOUT = 120.0
 RAY_STARTED = "Ray runtime started"
-AWS_VARS_CLEARED = (
-    "AWS_PROFILE",
-    "AWS_SESSION_TOKEN",
-    "AWS_ENDPOINT_URL",
-    "AWS_CONFIG_FILE",
-    "AWS_SHARED_CREDENTIALS_FILE",
-)
 
 
 # --- fixtures ------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def s3_chain(s3_env: Any) -> Iterator[Any]:
-    """testenv's S3 server, reachable through boto3's standard chain (environment only)."""
-    with pytest.MonkeyPatch.context() as mp:
-        for var in AWS_VARS_CLEARED:
-            mp.delenv(var, raising=False)
-        mp.setenv("AWS_ACCESS_KEY_ID", s3_env.access_key)
-        mp.setenv("AWS_SECRET_ACCESS_KEY", s3_env.secret_key)
-        mp.setenv("AWS_REGION", s3_env.region)
-        mp.setenv("AWS_DEFAULT_REGION", s3_env.region)
-        mp.setenv("AWS_ENDPOINT_URL_S3", s3_env.endpoint)
-        yield s3_env
-
-
 @pytest.fixture(scope="module")
 def profile() -> Profile:
     return load_profile(PROFILE)
