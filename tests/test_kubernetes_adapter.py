@@ -200,7 +200,6 @@ def test_happy_path_passes_step6_through_the_real_observer(
     job, manifest = pre.job, manifest_of(pre.job)
     pod_name = f"{job.name}-worker-0"
     log_file = kube_env.pod_log_file(kube_namespace, pod_name)  # kwok serves it as the Pod log
-    started = time.monotonic()
     thread, out = run_in_thread(
         lambda: confirm_running(
             adapter, job, manifest, profile, validated_config=pre.validated.config.resolved()
@@ -227,7 +226,6 @@ def test_happy_path_passes_step6_through_the_real_observer(
     thread.join(TIMEOUT)
     assert not thread.is_alive()
     rec = out["rec"]
-    elapsed = time.monotonic() - started
     for check in ("6.1", "6.2", "6.3", "1.1", "1.2", "6.4", "6.5"):
         assert rec.status(check) == "passed", (check, rec.phases[check].message)
     assert rec.phases["6.2"].message == f"one Pod, {pod_name}, on node {NODE}"
@@ -236,7 +234,6 @@ def test_happy_path_passes_step6_through_the_real_observer(
     assert any(e.reason == "Scheduled" and NODE in e.message for e in rec.events)
     assert job_pods(kube_env, kube_namespace, job.name) == []  # delete() waited for it
     assert not core.list_namespaced_pod(kube_namespace).items
-    assert elapsed < 30, elapsed
 
 
 def test_too_many_gpus_fails_6_2_at_once_with_the_schedulers_reason(
@@ -248,7 +245,6 @@ def test_too_many_gpus_fails_6_2_at_once_with_the_schedulers_reason(
 ) -> None:
     path, _ = write_job(tmp_path, kube_namespace, s3_chain.bucket, gpus=16)
     job, manifest = load_job(path)
-    started = time.monotonic()
     rec = confirm_running(adapter, job, manifest, profile)
     assert rec.status("6.1") == "passed"
     assert rec.status("6.2") == "failed"
@@ -256,7 +252,6 @@ def test_too_many_gpus_fails_6_2_at_once_with_the_schedulers_reason(
     # From the Pod's PodScheduled condition, in the real scheduler's words, not a timeout.
     assert "Unschedulable" in msg and "Insufficient nvidia.com/gpu" in msg, msg
     assert "timeouts." not in msg
-    assert time.monotonic() - started < 15
     assert any(e.reason == "FailedScheduling" for e in rec.events)
     assert rec.status("6.3") == "skipped"
 
@@ -272,13 +267,11 @@ def test_an_image_that_cannot_be_pulled_fails_6_2(
     image = kube_env.bad_image()
     path, _ = write_job(tmp_path, kube_namespace, s3_chain.bucket, image=image)
     job, manifest = load_job(path)
-    started = time.monotonic()
     rec = confirm_running(adapter, job, manifest, profile)
     msg = rec.phases["6.2"].message
     assert rec.status("6.2") == "failed"
     assert "ErrImagePull" in msg or "ImagePullBackOff" in msg, msg
     assert "timeouts." not in msg
-    assert time.monotonic() - started < 20
 
 
 def test_an_invalid_name_is_refused_by_the_api_server(
@@ -347,9 +340,7 @@ def test_reads_map_the_cluster_and_a_late_observer_sees_everything(
     assert next_until(late, lambda h: h.kind == "log").line == "third line"
     assert next_until(obs, lambda h: h.kind == "log").line == "third line"
 
-    closing = time.monotonic()
     adapter.close()  # removes the Job it created, and waits for its Pod to be gone
-    assert time.monotonic() - closing < 20
     assert job_pods(kube_env, kube_namespace, job.name) == []
     wait_for("the Job CR gone", lambda: job.name not in adapter.list_jobs(kube_namespace), 20)
     wait_for("the observers' threads stopped", lambda: not observer_threads(job.name), 5)

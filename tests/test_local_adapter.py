@@ -263,7 +263,6 @@ def test_job_is_listed_with_one_labelled_pod_on_the_node(happy: HappyRun) -> Non
     assert pod.node == "local-node"
     assert pod.labels == {JOB_NAME_LABEL: happy.job.name, ROLE_LABEL: "worker"}
     assert any(e.startswith("Scheduled: Successfully assigned") for e in happy.events)
-    assert happy.submit_s < 2.0  # submit returns at once; progress comes by observe()
 
 
 def test_phases_go_pending_running_succeeded(happy: HappyRun) -> None:
