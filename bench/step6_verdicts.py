@@ -87,7 +87,10 @@ def main() -> int:
     ap.add_argument("--features", action="store_true", help="also time pytest features/")
     args = ap.parse_args()
     s3_environment()
-    print(f"{'fault':34} {'check':5} {'fault→red':>10} {'waited by timeout':>18} {'ratio':>8}")
+    print(
+        f"{'fault':34} {'check':5} {'submit→red':>10} {'fault→red':>10} "
+        f"{'waited by timeout':>18} {'ratio':>8}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         for i, (name, check, timeout, fault) in enumerate(FAULTS):
             ws = Workspace.copy_of(PROFILE, Path(tmp) / f"ws{i}")
@@ -106,7 +109,10 @@ def main() -> int:
             lag = first.at - (rec.fault_at if rec.fault_at is not None else first.at)
             waited = DEFAULT_TIMEOUTS[timeout]
             ratio = waited / max(lag, 1e-3)
-            print(f"{name:34} {check:5} {lag * 1000:8.0f}ms {waited:17.0f}s {ratio:7.0f}x")
+            print(
+                f"{name:34} {check:5} {first.at:9.2f}s {lag * 1000:8.0f}ms "
+                f"{waited:17.0f}s {ratio:7.0f}x"
+            )
         adapter = open_adapter(load_profile(PROFILE))
         try:
             run = accept(load_profile(PROFILE), adapter)
