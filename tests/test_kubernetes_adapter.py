@@ -560,8 +560,12 @@ def test_broken_streams_are_opened_again_without_repeating_lines(
     # Cut every stream the observation holds open (Pod watch, Event watch, followed log)
     # as a connection reset would, without stopping it.
     [stopper] = adapter._stoppers[(ref.namespace, ref.name)]
-    streams = list(stopper._open)
-    assert len(streams) == 3
+    # The three open each in their own thread: wait until all are (bounded).
+    streams = wait_for(
+        "the Pod watch, the Event watch and the log open",
+        lambda: list(stopper._open) if len(stopper._open) == 3 else None,
+        10,
+    )
     for resp in streams:
         resp.shutdown()
     wait_for("the streams opened again", lambda: len(stopper._open - set(streams)) == 3, 10)

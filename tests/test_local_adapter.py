@@ -518,7 +518,9 @@ CHILD = textwrap.dedent("""\
     while True:
         h = obs.next(120)
         if h is None or (h.kind == "pod" and h.pod.terminal):
+            # Say why, with the Pod's log, so a failure here explains itself.
             print("UNEXPECTED", h, flush=True)
+            print(adapter.logs(ref, f"{job.name}-worker-0")[-3000:], flush=True)
             sys.exit(9)
         if h.kind == "log" and h.line == "sleeping":
             break

@@ -231,8 +231,10 @@ class KubernetesAdapter:
     # --- deleting -----------------------------------------------------------------------
     def delete(self, ref: JobRef) -> None:
         try:
-            # Foreground: the Job object stays (with a deletionTimestamp) until the garbage
-            # collector has removed the Pods it owns.
+            # Background: the Job object goes at once. Foreground would keep it until the
+            # garbage collector has handled its Pods, which for a kind the collector has not
+            # discovered yet (a CRD installed moments ago) waits for its next resync, 30 s.
+            # The Pods are deleted and waited for below, so nothing is left behind.
             _unless_gone(
                 self.custom.delete_namespaced_custom_object,
                 GROUP,
@@ -240,7 +242,7 @@ class KubernetesAdapter:
                 ref.namespace,
                 PLURAL,
                 ref.name,
-                propagation_policy="Foreground",
+                propagation_policy="Background",
             )
             # Deleting the Pods too makes this independent of how the platform wires their
             # ownership (and of a garbage collector that is slow or absent).

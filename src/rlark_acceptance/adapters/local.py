@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import re
 import socket
 import sys
@@ -77,10 +78,24 @@ class _JobRecord:
     pods: list[PodRun] = field(default_factory=list)
 
 
+# Ray's ports are picked here and bound by Ray a few seconds later. Taken from the kernel's
+# ephemeral range (what binding port 0 gives), one could meanwhile become the source port of
+# some outgoing connection; this range lies below Linux's ephemeral ports (32768+) and above
+# Ray's own worker ports (10002-19999).
+_PORT_RANGE = (20000, 32000)
+
+
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    rng = random.SystemRandom()
+    for _ in range(200):
+        port = rng.randrange(*_PORT_RANGE)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise LocalAdapterError("no free port for the Ray head between 20000 and 32000")
 
 
 def _mounted_below(path: Path) -> bool:
