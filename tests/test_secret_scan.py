@@ -22,6 +22,7 @@ from detect_secrets.settings import transient_settings
 
 from rlark_acceptance.secret_scan import (
     SecretHit,
+    dotted,
     redact,
     scan_script,
     scan_tree,
@@ -207,7 +208,7 @@ def test_pem_as_yaml_block_scalar() -> None:
         "    env:\n    - name: GIT_SSH_KEY\n      value: |\n" + indented + "    gpus: 8\n"
     )
     hits = scan_tree(yaml.safe_load(doc))
-    assert [(p, h.kind, h.name) for p, h in hits] == [
+    assert [(dotted(p), h.kind, h.name) for p, h in hits] == [
         ("spec.roles[0].env[0].value", "private-key", "GIT_SSH_KEY")
     ]
     out = redact(doc)
@@ -473,8 +474,9 @@ def test_scan_tree_reports_paths_and_env_names() -> None:
     job["spec"]["roles"][0]["env"].append({"name": "DB_PASSWORD", "value": secret})  # type: ignore[index]
     hits = scan_tree(job)
     assert [(p, h.kind, h.name) for p, h in hits] == [
-        ("spec.roles[0].env[5].value", "secret-variable", "DB_PASSWORD")
+        (("spec", "roles", 0, "env", 5, "value"), "secret-variable", "DB_PASSWORD")
     ]
+    assert dotted(hits[0][0]) == "spec.roles[0].env[5].value"
 
 
 @pytest.mark.parametrize(

@@ -40,7 +40,6 @@ RAY_STARTED = re.compile(r"Ray runtime started")
 STORE_RELIST_SECONDS = 1.0
 PHASES = ("6.1", "6.2", "6.3", "6.4", "6.5")
 TIMEOUT_OF = {"6.2": "scheduled", "6.3": "rayHead", "6.4": "firstSignal", "6.5": "output"}
-DURATION_OF = {"6.2": "scheduled", "6.3": "rayHead", "6.4": "firstSignal", "6.5": "output"}
 
 
 @dataclass
@@ -143,13 +142,20 @@ def confirm_running(
         if on_phase:
             on_phase(rec.phases[check])
 
-    # What is at the expected location before submission belongs to earlier runs.
+    # Where the output will be read back, and what is there before submission: that belongs
+    # to earlier runs and must never pass for this one's.
+    located: tuple[Store, str] | str = "no expected output location was prepared"
     baseline: dict[str, tuple[int, float | None]] | None = None
-    located = None
     if isinstance(ri.expected_output, str) and ri.expected_output:
-        located = _safe(lambda: output_store(adapter, job, ri.expected_output), None)
-        if located is not None:
-            baseline = snapshot(*located)
+        try:
+            found = output_store(adapter, job, ri.expected_output)
+        except Exception as exc:  # reported as 6.5's cause once the run gets there
+            found = None
+            located = f"{ri.expected_output} cannot be read back: {exc}"
+        else:
+            located = found or f"{ri.expected_output} lies under no mount: nothing there persists"
+        if found is not None:
+            baseline = snapshot(*found)
     t0 = time.monotonic()
     try:
         try:
@@ -171,9 +177,7 @@ def confirm_running(
         obs, st = _observe(
             adapter, rec, t0, timeouts, signal, expected_node, validated_config, done
         )
-        _confirm_output(
-            adapter, rec, obs, st, t0, timeouts, ri.expected_output, baseline, done, delete_after
-        )
+        _confirm_output(adapter, rec, obs, st, t0, timeouts, located, baseline, done, delete_after)
     except _Failed:
         pass
     finally:
@@ -469,17 +473,14 @@ def _confirm_output(
     st: _State,
     t0: float,
     timeouts: dict[str, float],
-    expected: Any,
+    located: tuple[Store, str] | str,  # the store and key prefix, or why there is none
     baseline: dict[str, tuple[int, float | None]] | None,
     done: Callable[[str, str, str, float | None], None],
     delete_after: bool,
 ) -> None:
     assert rec.ref is not None
-    if not isinstance(expected, str) or not expected:
-        raise _fail(done, "6.5", "no expected output location was prepared", t0)
-    located = output_store(adapter, rec.job, expected)
-    if located is None:
-        raise _fail(done, "6.5", f"{expected} lies under no mount: nothing there persists", t0)
+    if isinstance(located, str):
+        raise _fail(done, "6.5", located, t0)
     store, prefix = located
     deadline = time.monotonic() + timeouts["output"]
     report: CheckpointReport | None = None

@@ -111,23 +111,6 @@ class Job:
                 return role
         return self.roles[0] if len(self.roles) == 1 else None
 
-    def all_strings(self) -> list[tuple[tuple[Any, ...], str]]:
-        """Every string in the YAML with its key path (for the secret scan)."""
-        out: list[tuple[tuple[Any, ...], str]] = []
-
-        def walk(node: Any, path: tuple[Any, ...]) -> None:
-            if isinstance(node, dict):
-                for k, v in node.items():
-                    walk(v, (*path, k))
-            elif isinstance(node, list):
-                for i, v in enumerate(node):
-                    walk(v, (*path, i))
-            elif isinstance(node, str):
-                out.append((path, node))
-
-        walk(self.doc.data, ())
-        return out
-
 
 Normaliser = Callable[[YamlDoc], Job]
 

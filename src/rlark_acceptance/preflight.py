@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,6 @@ class PreflightResult:
     profile: Profile | None
     config_path: str | None
     validated: EffectiveRLinf | None = None  # the config without the run script's overrides
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def __repr__(self) -> str:  # compact, and never the inputs' content
         return f"PreflightResult(verdict={self.verdict!r}, findings={len(self.findings)})"

@@ -278,7 +278,7 @@ class ConfigLoader:
         for group_key, (_o, src) in group_choices.items():
             cfg.applied[f"<group>{group_key[0]}"] = src
         used: set[tuple[str, str | None]] = set()
-        self._compose(cfg, primary, search, "", "", group_choices, used, is_primary=True)
+        self._compose(cfg, primary, search, "", "", group_choices, used)
         for key, (_o, src) in group_choices.items():
             if key not in used:
                 name = key[0] + (f"@{key[1]}" if key[1] else "")
@@ -394,7 +394,6 @@ class ConfigLoader:
         choices: Mapping[tuple[str, str | None], tuple[HydraOverride, Override]],
         used: set[tuple[str, str | None]],
         *,
-        is_primary: bool,
         depth: int = 0,
     ) -> None:
         if depth > 20:
@@ -455,7 +454,6 @@ class ConfigLoader:
                 child_pkg,
                 {},
                 used,
-                is_primary=False,
                 depth=depth + 1,
             )
         if not self_seen:

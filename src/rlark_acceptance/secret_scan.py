@@ -35,7 +35,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["SecretHit", "redact", "scan_script", "scan_tree", "scan_value"]
+__all__ = ["SecretHit", "dotted", "redact", "scan_script", "scan_tree", "scan_value"]
 
 REDACTED = "***"
 
@@ -698,20 +698,31 @@ def _merge(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
     return merged
 
 
-def scan_tree(obj: Any, path: str = "") -> list[tuple[str, SecretHit]]:
-    """Scan every string in a parsed YAML document; returns ``(path, hit)`` pairs.
+TreePath = tuple[str | int, ...]
 
-    Env entries ``{name: X, value: Y}`` are scanned with ``X`` as the name. Paths look like
-    ``spec.roles[0].env[1].value``.
+
+def dotted(path: TreePath) -> str:
+    """``("spec", "roles", 0, "env")`` as ``spec.roles[0].env``."""
+    out = ""
+    for p in path:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out
+
+
+def scan_tree(obj: Any, path: TreePath = ()) -> list[tuple[TreePath, SecretHit]]:
+    """Scan every string in a parsed YAML document; returns ``(key path, hit)`` pairs.
+
+    Env entries ``{name: X, value: Y}`` are scanned with ``X`` as the name; scripts and
+    other multi-line strings with their own lines (``hit.line``).
 
     >>> scan_tree({"env": [{"name": "HF_TOKEN", "value": "${HF_TOKEN}"}]})
     []
     """
-    out: list[tuple[str, SecretHit]] = []
+    out: list[tuple[TreePath, SecretHit]] = []
     if isinstance(obj, Mapping):
         env_name = obj.get("name") if isinstance(obj.get("name"), str) else None
         for key, val in obj.items():
-            sub = f"{path}.{key}" if path else str(key)
+            sub = (*path, str(key))
             if isinstance(val, str):
                 name = env_name if key == "value" and env_name else str(key)
                 out += [(sub, h) for h in scan_value(name, val)]
@@ -719,7 +730,7 @@ def scan_tree(obj: Any, path: str = "") -> list[tuple[str, SecretHit]]:
                 out += scan_tree(val, sub)
     elif isinstance(obj, Sequence) and not isinstance(obj, str | bytes):
         for i, item in enumerate(obj):
-            sub = f"{path}[{i}]"
+            sub = (*path, i)
             if isinstance(item, str):
                 out += [(sub, h) for h in scan_value(None, item)]
             else:

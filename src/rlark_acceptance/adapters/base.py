@@ -95,7 +95,6 @@ class Observation:
 
     def __init__(self) -> None:
         self._q: queue.Queue[Happening] = queue.Queue()
-        self.closed = False
 
     def put_pod(self, pod: PodStatus) -> None:
         self._q.put(Happening("pod", time.monotonic(), pod=pod))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -148,7 +148,3 @@ def nodes_matching(nodes: list[NodeSpec], selector: Any) -> list[NodeSpec]:
 
 def is_count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
-
-
-def iter_lines(text: str) -> Iterator[tuple[int, str]]:
-    yield from enumerate(text.splitlines())

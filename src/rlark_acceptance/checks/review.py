@@ -6,11 +6,9 @@ import posixpath
 from collections.abc import Iterator
 
 from ..findings import Finding, error
-from ..secret_scan import scan_script, scan_value
+from ..secret_scan import dotted, scan_script, scan_tree
 from .base import Context, check, is_count, mount_for, nodes_matching
 from .worker import gpu_findings
-
-SCRIPT_KEYS = ("runScript", "prepareScript")
 
 
 @check("5.1", needs=("job",))
@@ -159,44 +157,24 @@ def expected_node(ctx: Context) -> Iterator[Finding]:
 def no_secrets(ctx: Context) -> Iterator[Finding]:
     job = ctx.job
     assert job is not None
-    for path, text in job.all_strings():
-        key = path[-1] if path else None
-        if key in SCRIPT_KEYS:
-            hits = scan_script(text)
-        elif key == "value" and len(path) >= 2:
-            env_name = _env_name(job.doc.data, path)
-            hits = scan_value(env_name, text)
-        else:
-            hits = scan_value(str(key) if key is not None else None, text)
-        for hit in hits:
-            where = ".".join(str(p) for p in path)
-            yield error(
-                "5.8",
-                f"secret-{hit.kind}",
-                f"{where}: {hit.description}",
-                job.doc.text_loc(*path, offset=hit.line),
-            )
-    if ctx.run_info is not None:
-        for key in ("startCommand", "prepareCommand"):
-            text = getattr(
-                ctx.run_info, "start_command" if key == "startCommand" else "prepare_command"
-            )
+    for path, hit in scan_tree(job.doc.data):
+        yield error(
+            "5.8",
+            f"secret-{hit.kind}",
+            f"{dotted(path)}: {hit.description}",
+            job.doc.text_loc(*path, offset=hit.line),
+        )
+    if ctx.profile is not None:
+        # The prepared commands go into the YAML as its scripts: a secret there is one too.
+        ri = ctx.profile.run_info
+        for key, text in (
+            ("startCommand", ri.start_command),
+            ("prepareCommand", ri.prepare_command),
+        ):
             for hit in scan_script(text or ""):
-                assert ctx.profile is not None
                 yield error(
                     "5.8",
                     f"secret-{hit.kind}",
                     f"runInfo.{key}: {hit.description}",
                     ctx.profile.doc.text_loc("runInfo", key, offset=hit.line),
                 )
-
-
-def _env_name(data: object, path: tuple[object, ...]) -> str | None:
-    node = data
-    for p in path[:-1]:
-        try:
-            node = node[p]  # type: ignore[index]
-        except (KeyError, IndexError, TypeError):
-            return None
-    name = node.get("name") if isinstance(node, dict) else None
-    return str(name) if name is not None else None
