@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from rlark_acceptance.audit import audit, walk  # noqa: E402
+from rlark_acceptance.preflight.audit import audit, walk  # noqa: E402
 
 
 def hydra_anchor(paths: list[Path]) -> tuple[float, int]:

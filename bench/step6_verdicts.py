@@ -28,10 +28,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 
 from fixtures.workspace import Workspace  # noqa: E402
-from rlark_acceptance.acceptance_run import accept, submit_and_confirm  # noqa: E402
 from rlark_acceptance.adapters import open_adapter  # noqa: E402
-from rlark_acceptance.preflight import preflight_profile  # noqa: E402
-from rlark_acceptance.profile import DEFAULT_TIMEOUTS, load_profile  # noqa: E402
+from rlark_acceptance.model.profile import DEFAULT_TIMEOUTS, load_profile  # noqa: E402
+from rlark_acceptance.preflight.entry import preflight_profile  # noqa: E402
+from rlark_acceptance.run.acceptance import accept, submit_and_confirm  # noqa: E402
 
 PROFILE = ROOT / "profiles" / "local.yaml"
 

@@ -10,8 +10,8 @@ import pytest
 from pytest_bdd import parsers, then, when
 
 from fixtures.workspace import Workspace
-from rlark_acceptance.findings import Finding, Severity
-from rlark_acceptance.preflight import PreflightResult, preflight_files, preflight_profile
+from rlark_acceptance.model.findings import Finding, Severity
+from rlark_acceptance.preflight.entry import PreflightResult, preflight_files, preflight_profile
 
 
 @when("the pre-flight runs", target_fixture="preflight")

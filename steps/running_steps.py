@@ -9,9 +9,9 @@ import pytest
 from pytest_bdd import given, parsers, then, when
 
 from fixtures.workspace import Workspace
-from rlark_acceptance.acceptance_run import AcceptanceRun, accept, submit_and_confirm
-from rlark_acceptance.preflight import preflight_profile
-from rlark_acceptance.profile import load_profile
+from rlark_acceptance.model.profile import load_profile
+from rlark_acceptance.preflight.entry import preflight_profile
+from rlark_acceptance.run.acceptance import AcceptanceRun, accept, submit_and_confirm
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,7 @@ import pytest
 from gherkin.parser import Parser
 from gherkin.token_scanner import TokenScanner
 
-from rlark_acceptance.doc_checks import CHECKS
+from rlark_acceptance.model.doc_checks import CHECKS
 
 FEATURES = sorted((Path(__file__).resolve().parent.parent / "features").glob("*.feature"))
 

@@ -12,10 +12,10 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from . import __version__
-from .doc_checks import BY_ID, CHECKS
-from .errors import InputError
-from .findings import Severity
+from rlark_acceptance import __version__
+from rlark_acceptance.model.doc_checks import BY_ID, CHECKS
+from rlark_acceptance.model.errors import InputError
+from rlark_acceptance.model.findings import Severity
 
 EXIT_OK, EXIT_FINDINGS, EXIT_INPUT = 0, 1, 2
 
@@ -81,19 +81,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _preflight(args: argparse.Namespace) -> int:
-    from .preflight import preflight_files, preflight_profile
+    from rlark_acceptance.preflight.entry import preflight_files, preflight_profile
 
     nodes = clusters = None
     if args.nodes:
-        from .inventory import load_inventory
+        from rlark_acceptance.model.inventory import load_inventory
 
         nodes = load_inventory(args.nodes)
     if args.profile:
-        from .profile import load_profile
+        from rlark_acceptance.model.profile import load_profile
 
         prof = load_profile(args.profile)
         if args.cluster:
-            from .adapters import open_adapter
+            from rlark_acceptance.adapters import open_adapter
 
             adapter = open_adapter(prof)
             try:
@@ -121,7 +121,7 @@ _MARK = {Severity.ERROR: "✗", Severity.WARNING: "!", Severity.INFO: "·"}
 
 
 def _print_human(result: Any) -> None:
-    from .preflight import sorted_findings
+    from rlark_acceptance.preflight.entry import sorted_findings
 
     verdict = result.verdict.upper()
     print(f"pre-flight: {verdict}  ({result.config_path or 'no RLinf config'})")
@@ -157,7 +157,7 @@ def _print_human(result: Any) -> None:
 
 
 def _configs(args: argparse.Namespace) -> int:
-    from .audit import audit
+    from rlark_acceptance.preflight.audit import audit
 
     rows = audit(args.paths)
     if args.json:

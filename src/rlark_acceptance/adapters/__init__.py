@@ -5,8 +5,7 @@ from __future__ import annotations
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InputError
-from .base import (
+from rlark_acceptance.adapters.base import (
     FATAL_REASONS,
     Adapter,
     Event,
@@ -16,9 +15,10 @@ from .base import (
     PodStatus,
     SubmitRejected,
 )
+from rlark_acceptance.model.errors import InputError
 
 if TYPE_CHECKING:
-    from ..profile import Profile
+    from rlark_acceptance.model.profile import Profile
 
 GROUP = "rlark_acceptance.adapters"
 

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from ..job import Job, Mount
-    from ..profile import NodeSpec
-    from ..storage.store import Store
+    from rlark_acceptance.model.job import Job, Mount
+    from rlark_acceptance.model.profile import NodeSpec
+    from rlark_acceptance.storage.store import Store
 
 
 class SubmitRejected(Exception):

@@ -1,6 +1,6 @@
 """``python -m rlark_acceptance.smoke``: see ``train.main``."""
 
-from .train import main
+from rlark_acceptance.smoke.train import main
 
 if __name__ == "__main__":
     main()

@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .progress import format_line
-from .spec import SmokeSpec
-from .workers import ActorWorker, EnvWorker, RolloutWorker
+from rlark_acceptance.smoke.progress import format_line
+from rlark_acceptance.smoke.spec import SmokeSpec
+from rlark_acceptance.smoke.workers import ActorWorker, EnvWorker, RolloutWorker
 
 
 def compute_max_steps(runner: dict[str, Any]) -> int:

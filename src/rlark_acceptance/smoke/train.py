@@ -8,8 +8,8 @@ import sys
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from .cluster import NoRayHeadError, attach
-from .runner import run
+from rlark_acceptance.smoke.cluster import NoRayHeadError, attach
+from rlark_acceptance.smoke.runner import run
 
 BANNER = (
     "rlark-acceptance smoke workload: CPU-only stand-in for an RLinf embodied PPO run (not RLinf)"

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import toy
-from .atomic import write_safetensors
-from .spec import SmokeSpec
+from rlark_acceptance.smoke import toy
+from rlark_acceptance.smoke.atomic import write_safetensors
+from rlark_acceptance.smoke.spec import SmokeSpec
 
 PRODUCER = "rlark-acceptance smoke workload (CPU stand-in for RLinf, not RLinf)"
 

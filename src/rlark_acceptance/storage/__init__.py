@@ -5,9 +5,16 @@
 downloading whole files or unpickling; ``verify_event_files`` checks TensorBoard events.
 """
 
-from .checkpoint import CheckpointReport, snapshot, verify_checkpoints
-from .store import FileStore, ObjectInfo, ObjectNotFound, S3Store, Store, StoreError
-from .tensorboard import EventFilesReport, verify_event_files
+from rlark_acceptance.storage.checkpoint import CheckpointReport, snapshot, verify_checkpoints
+from rlark_acceptance.storage.store import (
+    FileStore,
+    ObjectInfo,
+    ObjectNotFound,
+    S3Store,
+    Store,
+    StoreError,
+)
+from rlark_acceptance.storage.tensorboard import EventFilesReport, verify_event_files
 
 __all__ = [
     "CheckpointReport",

@@ -14,10 +14,10 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .pickle_scan import PickleScanError, scan_pickle
-from .safetensors_check import check_safetensors
-from .store import ObjectInfo, Store, StoreError, join_key
-from .torchzip import check_torch_zip
+from rlark_acceptance.storage.pickle_scan import PickleScanError, scan_pickle
+from rlark_acceptance.storage.safetensors_check import check_safetensors
+from rlark_acceptance.storage.store import ObjectInfo, Store, StoreError, join_key
+from rlark_acceptance.storage.torchzip import check_torch_zip
 
 STEP_RE = re.compile(r"^global_step_(\d+)$")
 MAX_METADATA_SCAN = 16 * 1024 * 1024

@@ -11,7 +11,7 @@ import math
 import struct
 from typing import Any
 
-from .store import Store
+from rlark_acceptance.storage.store import Store
 
 # Header cap of the safetensors format itself (100 MB): larger means corrupt.
 MAX_HEADER = 100 * 1000 * 1000

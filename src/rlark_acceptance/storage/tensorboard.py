@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from .store import Store, StoreError, join_key
+from rlark_acceptance.storage.store import Store, StoreError, join_key
 
 MAX_READ = 32 * 1024 * 1024  # larger files: the first MAX_READ bytes are checked
 

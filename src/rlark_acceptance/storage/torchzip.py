@@ -11,8 +11,8 @@ import struct
 import zlib
 from dataclasses import dataclass
 
-from .pickle_scan import PickleScanError, scan_pickle
-from .store import Store
+from rlark_acceptance.storage.pickle_scan import PickleScanError, scan_pickle
+from rlark_acceptance.storage.store import Store
 
 EOCD_SIG = b"PK\x05\x06"
 ZIP64_LOCATOR_SIG = b"PK\x06\x07"

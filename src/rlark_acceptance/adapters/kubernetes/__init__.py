@@ -1,0 +1,1 @@
+"""The ``kubernetes`` target: any cluster from a kubeconfig."""

@@ -1,0 +1,295 @@
+"""Reading a Kubernetes API event by event: list-then-watch loops, log following, retries.
+
+Used by the ``kubernetes`` adapter. Every request goes through ``call``: transient failures
+(connection refused / reset, HTTP 429 and 5xx) are retried a bounded number of times with
+backoff; a 4xx is an answer and is raised at once. Long-lived responses (watches, followed
+logs) are registered with a ``Stopper``, whose ``stop()`` shuts their sockets down so a
+thread blocked reading one returns at once instead of at its next event.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from typing import Any
+
+import urllib3
+from kubernetes.client.exceptions import ApiException
+from tenacity import (
+    Retrying,
+    retry_if_exception,
+    stop_after_attempt,
+    stop_when_event_set,
+    wait_exponential,
+)
+from tenacity.stop import stop_base
+
+from rlark_acceptance.adapters.base import Event, PodStatus
+from rlark_acceptance.model.job import ROLE_LABEL
+
+TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504})
+MAX_ATTEMPTS = 5
+# A watch request is closed by the server after this long and re-opened from the last
+# resourceVersion seen, so a watch never silently outlives a dead connection for long.
+WATCH_SECONDS = 240
+
+Item = dict[str, Any]
+
+
+def is_transient(exc: BaseException) -> bool:
+    if isinstance(exc, ApiException):
+        return exc.status in TRANSIENT_STATUS
+    # MaxRetryError, ProtocolError (reset, premature end), NewConnectionError...
+    return isinstance(exc, urllib3.exceptions.HTTPError | ConnectionError)
+
+
+def call(fn: Callable[..., Any], *args: Any, stop: threading.Event | None = None, **kw: Any) -> Any:
+    """``fn(*args, **kw)``, retried on transient failures only, at most MAX_ATTEMPTS times."""
+    until: stop_base = stop_after_attempt(MAX_ATTEMPTS)
+    if stop is not None:
+        until = until | stop_when_event_set(stop)
+    retrying = Retrying(
+        retry=retry_if_exception(is_transient),
+        stop=until,
+        wait=wait_exponential(multiplier=0.2, max=3.0),
+        reraise=True,
+    )
+    return retrying(fn, *args, **kw)
+
+
+def get_json(
+    fn: Callable[..., Any], *args: Any, stop: threading.Event | None = None, **kw: Any
+) -> Item:
+    """One API answer as the server's JSON (camelCase keys, as ``kubectl -o json`` shows)."""
+
+    def once() -> Item:
+        resp = fn(*args, _preload_content=False, **kw)
+        try:
+            data: Item = json.loads(resp.data)
+            return data
+        finally:
+            resp.release_conn()
+
+    result: Item = call(once, stop=stop)
+    return result
+
+
+def api_message(exc: ApiException) -> str:
+    """The API server's own message (``Job.rlark.io "X" is invalid: ...``)."""
+    try:
+        body = json.loads(exc.body or "")
+        if isinstance(body, dict) and body.get("message"):
+            return str(body["message"])
+    except (TypeError, ValueError):
+        pass
+    return f"HTTP {exc.status} {exc.reason}"
+
+
+class Stopper:
+    """One stop flag for a set of threads, able to interrupt their blocking reads."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self._open: set[Any] = set()
+        self._lock = threading.Lock()
+
+    @property
+    def stopped(self) -> bool:
+        return self.event.is_set()
+
+    def register(self, resp: Any) -> bool:
+        """Track a streamed response; False (and closed) if already stopped."""
+        with self._lock:
+            if not self.event.is_set():
+                self._open.add(resp)
+                return True
+        resp.close()
+        return False
+
+    def unregister(self, resp: Any) -> None:
+        with self._lock:
+            self._open.discard(resp)
+        with contextlib.suppress(Exception):
+            resp.close()
+
+    def stop(self) -> None:
+        with self._lock:
+            self.event.set()
+            responses = list(self._open)
+        for resp in responses:
+            # Shutting the socket's read side down makes the blocked reader see the end.
+            with contextlib.suppress(Exception):
+                resp.shutdown()
+
+
+def lines(resp: Any) -> Iterator[str]:
+    """The lines of a streamed body as they arrive (a last line without newline too)."""
+    buf = b""
+    for chunk in resp.stream(amt=None, decode_content=False):
+        buf += chunk if isinstance(chunk, bytes) else str(chunk).encode()
+        *done, buf = buf.split(b"\n")
+        for raw in done:
+            yield raw.decode("utf-8", "replace")
+    if buf:
+        yield buf.decode("utf-8", "replace")
+
+
+def list_then_watch(
+    list_fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    on_item: Callable[[str, Item], None],
+    stopper: Stopper,
+    on_list: Callable[[list[Item]], None] | None = None,
+    **kw: Any,
+) -> None:
+    """``on_item("SYNC", obj)`` for every object listed (then ``on_list(items)``), then
+    ``on_item(type, obj)`` per watch event (ADDED, MODIFIED, DELETED) from the list's
+    resourceVersion; the list is taken again (and replayed) when the server answers 410
+    Gone. Returns once stopped."""
+    rv: str | None = None
+    broken = 0  # watch streams broken in a row without delivering anything
+    while not stopper.stopped:
+        if rv is None:
+            try:
+                listing = get_json(list_fn, *args, stop=stopper.event, **kw)
+            except Exception:
+                if stopper.stopped:
+                    return
+                raise
+            items = listing.get("items") or []
+            for obj in items:
+                on_item("SYNC", obj)
+            if on_list is not None:
+                on_list(items)
+            if stopper.stopped:
+                return
+            rv = str(listing["metadata"]["resourceVersion"])
+        try:
+            resp = call(
+                list_fn,
+                *args,
+                watch=True,
+                resource_version=rv,
+                allow_watch_bookmarks=True,
+                timeout_seconds=WATCH_SECONDS,
+                # The server ends a healthy watch first; this bounds one that hangs.
+                _request_timeout=(10, WATCH_SECONDS + 30),
+                _preload_content=False,
+                stop=stopper.event,
+                **kw,
+            )
+        except ApiException as e:
+            if e.status == 410:
+                rv = None
+                continue
+            raise
+        except Exception:
+            if stopper.stopped:
+                return
+            raise
+        if not stopper.register(resp):
+            return
+        try:
+            for line in lines(resp):
+                if not line.strip():
+                    continue
+                ev = json.loads(line)
+                obj = ev.get("object") or {}
+                if ev.get("type") == "ERROR":
+                    if obj.get("code") == 410:  # our resourceVersion is too old: list again
+                        rv = None
+                        break
+                    raise ApiException(status=obj.get("code"), reason=obj.get("message"))
+                rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
+                broken = 0
+                if ev.get("type") != "BOOKMARK":
+                    on_item(str(ev.get("type")), obj)
+        except Exception as e:
+            if stopper.stopped:
+                return
+            if not isinstance(e, urllib3.exceptions.HTTPError | OSError) and not is_transient(e):
+                raise
+            broken += 1
+            if broken >= MAX_ATTEMPTS:
+                raise
+            stopper.event.wait(min(3.0, 0.2 * 2**broken))
+        finally:
+            stopper.unregister(resp)
+
+
+# --- the API's objects, reduced to the protocol's ---------------------------------------------
+def _epoch(value: Any) -> float:
+    if not value:
+        return 0.0
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
+def container_started(pod: Item) -> bool:
+    """Whether the Pod has a container log to read: one is running or has terminated."""
+    status = pod.get("status") or {}
+    for cs in status.get("containerStatuses") or []:
+        state, last = cs.get("state") or {}, cs.get("lastState") or {}
+        if "running" in state or "terminated" in state or "terminated" in last:
+            return True
+    return False
+
+
+def pod_status(pod: Item) -> PodStatus:
+    """A Pod as ``kubectl get pod -o json`` shows it, reduced to what Step 6 reads."""
+    meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
+    reason: str | None = status.get("reason")  # Evicted, NodeLost...
+    message: str | None = status.get("message")
+    exit_code: int | None = None
+    restarts = 0
+    # Init containers first: one that cannot pull keeps the Pod from ever starting.
+    statuses = (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or [])
+    for cs in statuses:
+        restarts += int(cs.get("restartCount") or 0)
+        state, last = cs.get("state") or {}, cs.get("lastState") or {}
+        waiting, terminated = state.get("waiting"), state.get("terminated")
+        if waiting and waiting.get("reason") and (reason is None or reason == "PodInitializing"):
+            reason, message = waiting["reason"], waiting.get("message")
+            # CrashLoopBackOff: the exit code is the last run's.
+            if "terminated" in last:
+                exit_code = last["terminated"].get("exitCode")
+        elif terminated and reason is None:
+            reason, message = terminated.get("reason"), terminated.get("message")
+            exit_code = terminated.get("exitCode")
+    for cond in status.get("conditions") or []:
+        # The scheduler's verdict: "0/3 nodes are available: 1 Insufficient nvidia.com/gpu..."
+        if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
+            reason, message = cond.get("reason") or reason, cond.get("message") or message
+    return PodStatus(
+        name=str(meta.get("name", "")),
+        node=spec.get("nodeName") or None,
+        phase=str(status.get("phase") or "Pending"),
+        reason=reason,
+        message=message,
+        restarts=restarts,
+        exit_code=exit_code,
+        labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
+    )
+
+
+def event_of(ev: Item) -> Event:
+    inv = ev.get("involvedObject") or ev.get("regarding") or {}
+    source = ev.get("source") or {}
+    when = ev.get("lastTimestamp") or ev.get("eventTime") or ev.get("firstTimestamp")
+    return Event(
+        involved=f"{str(inv.get('kind', '')).lower()}/{inv.get('name', '')}",
+        reason=str(ev.get("reason") or ""),
+        message=str(ev.get("message") or ev.get("note") or ""),
+        type=str(ev.get("type") or "Normal"),
+        source=str(source.get("component") or ev.get("reportingComponent") or ""),
+        time=_epoch(when or (ev.get("metadata") or {}).get("creationTimestamp")),
+    )
+
+
+def is_role(pod: PodStatus, role: str | None) -> bool:
+    return role is None or pod.labels.get(ROLE_LABEL) == role

@@ -1,0 +1,55 @@
+"""Object storage for the local target, from boto3's standard chain only.
+
+Endpoint (``AWS_ENDPOINT_URL_S3`` / ``AWS_ENDPOINT_URL`` / config file), region and the
+key pair are resolved exactly as boto3 resolves them; nothing is read from the profile or
+the Job YAML. The key pair reaches s3fs through a 0600 passwd file in a 0700 directory of
+the Pod's scratch, which the init removes as soon as the mount is up.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from rlark_acceptance.adapters.local.spec import S3Endpoint
+
+
+class S3ConfigError(RuntimeError):
+    """The standard chain yields no usable S3 settings; the message names what is missing."""
+
+
+def client() -> Any:
+    import boto3
+    from botocore.config import Config
+
+    # Path-style requests work with every S3 server (AWS, MinIO, versitygw...).
+    return boto3.client("s3", config=Config(s3={"addressing_style": "path"}))
+
+
+def endpoint_for_s3fs(private_dir: Path) -> S3Endpoint:
+    """Where s3fs connects, and its passwd file written into ``private_dir`` (mode 0700)."""
+    import boto3
+
+    c = client()
+    creds = boto3.Session().get_credentials()
+    if creds is None:
+        raise S3ConfigError(
+            "no S3 credentials: set AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or another "
+            "source of boto3's standard chain"
+        )
+    frozen = creds.get_frozen_credentials()
+    if frozen.token:
+        # s3fs's passwd file has no field for a session token.
+        raise S3ConfigError("temporary (session-token) credentials are not supported by s3fs here")
+    private_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_dir.chmod(0o700)
+    passwd = private_dir / "s3fs.passwd"
+    fd = os.open(passwd, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(f"{frozen.access_key}:{frozen.secret_key}\n")
+    return S3Endpoint(
+        url=str(c.meta.endpoint_url),
+        region=str(c.meta.region_name or "us-east-1"),
+        passwd_file=str(passwd),
+    )

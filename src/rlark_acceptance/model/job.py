@@ -1,0 +1,283 @@
+"""The RLark Job YAML (CONTRACT §1) as the harness models it, read through one normaliser.
+
+RLark's real schema is internal to the platform, so every consumer reads ``Job`` and never
+the raw YAML; a site whose console exports a different shape registers its own normaliser
+under the entry-point group ``rlark_acceptance.normalisers``.
+
+Example::
+
+    job = read_job("job.yaml")
+    job.roles[0].gpus  # -> 8
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any
+
+import yaml
+
+from rlark_acceptance.model.errors import InputError
+from rlark_acceptance.model.findings import Location
+from rlark_acceptance.model.yamlsrc import YamlDoc, load_yaml, parse_yaml
+
+JOB_NAME_LABEL = "rlark.io/job-name"
+ROLE_LABEL = "rlark.io/role"
+
+
+@dataclass
+class Mount:
+    name: str
+    type: str  # hostPath | objectStorage | pvc | ...
+    container_path: str | None
+    read_only: bool
+    location: Location
+    host_path: str | None = None
+    bucket: str | None = None
+    prefix: str | None = None
+    claim_name: str | None = None
+
+
+@dataclass
+class EnvVar:
+    name: str
+    value: str | None
+    location: Location
+
+    def __repr__(self) -> str:  # the value may be a secret: reprs end up in test reports
+        return f"EnvVar({self.name!r}, value withheld, {self.location})"
+
+
+@dataclass
+class Role:
+    name: str | None
+    header: bool
+    replicas: Any
+    cluster: str | None
+    node_selector: Any
+    gpus: Any
+    image: str | None
+    prepare_script: str | None
+    env: list[EnvVar]
+    mounts: list[Mount]
+    resources: Any
+    index: int
+    doc: YamlDoc
+
+    def loc(self, *keys: Any) -> Location:
+        return self.doc.loc("spec", "roles", self.index, *keys)
+
+    def __repr__(self) -> str:  # scripts and env may hold secrets: reprs reach reports
+        return f"Role({self.name!r}, image={self.image!r}, gpus={self.gpus!r})"
+
+
+@dataclass
+class ShapeProblem:
+    """A field of the wrong type or form; named with the check it would break."""
+
+    check: str
+    message: str
+    location: Location
+
+
+@dataclass
+class Job:
+    name: Any
+    namespace: str | None
+    task_type: Any
+    head_role: Any
+    cross_cluster_network: Any
+    ssh_public_key: Any
+    run_script: str | None
+    tensorboard_log_dir: str | None
+    roles: list[Role]
+    doc: YamlDoc
+    rendered: bool = False
+    problems: list[ShapeProblem] = field(default_factory=list)
+
+    def __repr__(self) -> str:  # scripts and env may hold secrets: reprs reach reports
+        return f"Job({self.name!r}, roles={[r.name for r in self.roles]}, doc={self.doc.path!r})"
+
+    def loc(self, *keys: Any) -> Location:
+        return self.doc.loc(*keys)
+
+    @property
+    def worker(self) -> Role | None:
+        """The role the single-node page is about: the one named worker, else the only one."""
+        for role in self.roles:
+            if role.name == "worker":
+                return role
+        return self.roles[0] if len(self.roles) == 1 else None
+
+
+Normaliser = Callable[[YamlDoc], Job]
+
+
+def _str_or_none(v: Any) -> str | None:
+    return None if v is None else str(v)
+
+
+def normalise_contract_v1alpha1(doc: YamlDoc) -> Job:
+    """The shape of CONTRACT §1: ``apiVersion: rlark.io/v1alpha1``, ``kind: Job``."""
+    data = doc.data if isinstance(doc.data, dict) else {}
+    problems: list[ShapeProblem] = []
+    raw_meta = data.get("metadata")
+    meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
+    spec = data.get("spec")
+    if not isinstance(spec, dict):
+        problems.append(ShapeProblem("2.3", "the Job has no spec mapping", doc.loc("spec")))
+        spec = {}
+    tb = spec.get("tensorboard")
+    tb_dir = tb.get("logDir") if isinstance(tb, dict) else None
+    raw_roles = spec.get("roles")
+    if raw_roles is not None and not isinstance(raw_roles, list):
+        problems.append(ShapeProblem("2.3", "spec.roles must be a list", doc.loc("spec", "roles")))
+        raw_roles = []
+    roles = [
+        _role(doc, i, r, problems) for i, r in enumerate(raw_roles or []) if isinstance(r, dict)
+    ]
+    run_script = spec.get("runScript")
+    if run_script is not None and not isinstance(run_script, str):
+        problems.append(ShapeProblem("4.4", "runScript must be text", doc.loc("spec", "runScript")))
+        run_script = str(run_script)
+    return Job(
+        name=meta.get("name"),
+        namespace=_str_or_none(meta.get("namespace")),
+        task_type=spec.get("taskType"),
+        head_role=spec.get("headRole"),
+        cross_cluster_network=spec.get("crossClusterNetwork"),
+        ssh_public_key=spec.get("sshPublicKey"),
+        run_script=run_script,
+        tensorboard_log_dir=_str_or_none(tb_dir),
+        roles=roles,
+        doc=doc,
+        problems=problems,
+    )
+
+
+def _role(doc: YamlDoc, i: int, r: dict[str, Any], problems: list[ShapeProblem]) -> Role:
+    def loc(*keys: Any) -> Location:
+        return doc.loc("spec", "roles", i, *keys)
+
+    env: list[EnvVar] = []
+    raw_env = r.get("env") or []
+    if isinstance(raw_env, dict):  # a plain map is a common hand-written form
+        raw_env = [{"name": k, "value": v} for k, v in raw_env.items()]
+    if not isinstance(raw_env, list):
+        problems.append(ShapeProblem("3.6", "env must be a list of {name, value}", loc("env")))
+        raw_env = []
+    for j, e in enumerate(raw_env):
+        if isinstance(e, dict) and "name" in e:
+            value = e.get("value")
+            env.append(EnvVar(str(e["name"]), _str_or_none(value), loc("env", j)))
+        else:
+            problems.append(ShapeProblem("3.6", "an env entry needs a name", loc("env", j)))
+    mounts: list[Mount] = []
+    raw_mounts = r.get("mounts") or []
+    if not isinstance(raw_mounts, list):
+        problems.append(ShapeProblem("3.7", "mounts must be a list", loc("mounts")))
+        raw_mounts = []
+    for j, m in enumerate(raw_mounts):
+        if not isinstance(m, dict):
+            problems.append(ShapeProblem("3.7", "a mount must be a mapping", loc("mounts", j)))
+            continue
+        mounts.append(
+            Mount(
+                name=str(m.get("name", f"mount-{j}")),
+                type=str(m.get("type", "")),
+                container_path=_str_or_none(m.get("containerPath")),
+                read_only=m.get("readOnly") is True,
+                location=loc("mounts", j),
+                host_path=_str_or_none(m.get("hostPath")),
+                bucket=_str_or_none(m.get("bucket")),
+                prefix=_str_or_none(m.get("prefix")),
+                claim_name=_str_or_none(m.get("claimName")),
+            )
+        )
+    prepare = r.get("prepareScript")
+    return Role(
+        name=_str_or_none(r.get("name")),
+        header=r.get("header") is True,
+        replicas=r.get("replicas", 1),
+        cluster=_str_or_none(r.get("cluster")),
+        node_selector=r.get("nodeSelector"),
+        gpus=r.get("gpus"),
+        image=_str_or_none(r.get("image")),
+        prepare_script=None if prepare is None else str(prepare),
+        env=env,
+        mounts=mounts,
+        resources=r.get("resources"),
+        index=i,
+        doc=doc,
+    )
+
+
+def normaliser(name: str | None = None) -> Normaliser:
+    """The built-in normaliser, or one a site registered under ``rlark_acceptance.normalisers``."""
+    if not name or name == "contract-v1alpha1":
+        return normalise_contract_v1alpha1
+    for ep in entry_points(group="rlark_acceptance.normalisers"):
+        if ep.name == name:
+            fn: Normaliser = ep.load()
+            return fn
+    raise InputError(name, "no Job YAML normaliser of that name is installed")
+
+
+def read_job(path: str, *, normaliser_name: str | None = None, shown: str | None = None) -> Job:
+    doc = load_yaml(path)
+    if shown:
+        doc.path = shown
+    return normaliser(normaliser_name)(doc)
+
+
+def render_job(
+    *,
+    name: str,
+    namespace: str,
+    run_info: Any,
+    cluster: str,
+    node_selector: dict[str, str],
+    mounts: list[dict[str, Any]],
+    env: list[dict[str, str]] | None = None,
+    tensorboard_dir: str | None = None,
+) -> str:
+    """The Job YAML the console would produce from the run info, as text (CONTRACT §1)."""
+    role: dict[str, Any] = {
+        "name": "worker",
+        "header": True,
+        "replicas": 1,
+        "cluster": cluster,
+        "nodeSelector": dict(node_selector),
+        "gpus": run_info.gpus,
+        "image": run_info.image,
+    }
+    if run_info.prepare_command:
+        role["prepareScript"] = run_info.prepare_command.rstrip("\n") + "\n"
+    role["env"] = list(env or [])
+    role["mounts"] = mounts
+    role["resources"] = {}
+    spec: dict[str, Any] = {
+        "taskType": "custom",
+        "headRole": "worker",
+        "crossClusterNetwork": "none",
+        "sshPublicKey": None,
+        "runScript": (run_info.start_command or "").rstrip("\n") + "\n",
+    }
+    if tensorboard_dir:
+        spec["tensorboard"] = {"logDir": tensorboard_dir}
+    spec["roles"] = [role]
+    body = {
+        "apiVersion": "rlark.io/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
+    return yaml.safe_dump(body, sort_keys=False, allow_unicode=True)
+
+
+def parse_rendered(text: str, shown: str) -> Job:
+    job = normalise_contract_v1alpha1(parse_yaml(text, shown))
+    job.rendered = True
+    return job

@@ -1,0 +1,165 @@
+"""The acceptance profile (CONTRACT §2): what to verify, and where.
+
+Relative paths in a profile are relative to the profile file. Secrets never live here:
+credentials come from the environment and the standard chains.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rlark_acceptance.model.errors import InputError
+from rlark_acceptance.model.findings import Location
+from rlark_acceptance.model.yamlsrc import YamlDoc, load_yaml
+
+DEFAULT_TIMEOUTS = {"scheduled": 300.0, "rayHead": 600.0, "firstSignal": 1800.0, "output": 3600.0}
+
+
+@dataclass
+class NodeSpec:
+    """One node as the cluster checks see it (3.2, 3.3, 5.7)."""
+
+    name: str
+    labels: dict[str, str]
+    gpus: int
+    ready: bool = True
+    schedulable: bool = True
+
+
+@dataclass
+class Target:
+    adapter: str = "local"
+    kubeconfig: str | None = None
+    context: str | None = None
+    namespace: str = "rlinf-acceptance"
+    # The local adapter's one node: this machine has no GPUs, so its capacity is declared.
+    node: NodeSpec | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RunInfo:
+    image: Any = None
+    gpus: Any = None
+    start_command: str | None = None
+    prepare_command: str | None = None
+    paths: dict[str, Any] = field(default_factory=dict)
+    first_signal: Any = None
+    expected_output: Any = None
+    expected_node: str | None = None
+
+
+@dataclass
+class Profile:
+    path: Path
+    doc: YamlDoc
+    name: str
+    target: Target
+    rlinf_config: Path | None
+    rlinf_config_dir: Path | None
+    overrides: list[tuple[str, Location]]
+    job: Path | None
+    run_info: RunInfo
+    real_robot_confirmed: bool
+    timeouts: dict[str, float]
+    job_normaliser: str | None = None  # a site's own reader of its console's Job YAML
+
+    def loc(self, *keys: Any) -> Location:
+        return self.doc.loc(*keys)
+
+    def __repr__(self) -> str:  # compact, and never the commands (they may hold secrets)
+        return f"Profile({self.name!r}, {str(self.path)!r}, adapter={self.target.adapter!r})"
+
+
+def _section(doc: YamlDoc, key: str) -> dict[str, Any]:
+    value = doc.data.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InputError(str(doc.loc(key)), f"{key} must be a mapping")
+    return value
+
+
+def _path(base: Path, value: Any, doc: YamlDoc, *keys: str) -> Path | None:
+    if value in (None, ""):
+        return None
+    if not isinstance(value, str):
+        raise InputError(str(doc.loc(*keys)), f"{'.'.join(keys)} must be a path")
+    p = Path(value)
+    return p if p.is_absolute() else base / p
+
+
+def load_profile(path: str | Path) -> Profile:
+    p = Path(path)
+    doc = load_yaml(p)
+    base = p.parent
+    target_raw = _section(doc, "target")
+    node = None
+    node_raw = target_raw.get("node")
+    if isinstance(node_raw, dict):
+        labels = node_raw.get("labels") or {}
+        gpus = node_raw.get("gpus", 0)
+        if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 0:
+            raise InputError(
+                str(doc.loc("target", "node", "gpus")), "target.node.gpus must be a count"
+            )
+        name = str(node_raw.get("name") or "local-node")
+        node = NodeSpec(
+            name=name,
+            labels={str(k): str(v) for k, v in labels.items()} or {"kubernetes.io/hostname": name},
+            gpus=gpus,
+        )
+    known = {"adapter", "kubeconfig", "context", "namespace", "node"}
+    target = Target(
+        adapter=str(target_raw.get("adapter") or "local"),
+        kubeconfig=_str(_path(base, target_raw.get("kubeconfig"), doc, "target", "kubeconfig")),
+        context=_str(target_raw.get("context")),
+        namespace=str(target_raw.get("namespace") or "rlinf-acceptance"),
+        node=node,
+        options={k: v for k, v in target_raw.items() if k not in known},
+    )
+    rlinf = _section(doc, "rlinf")
+    raw_overrides = rlinf.get("overrides") or []
+    if not isinstance(raw_overrides, list):
+        raise InputError(str(doc.loc("rlinf", "overrides")), "rlinf.overrides must be a list")
+    overrides = [(str(o), doc.loc("rlinf", "overrides", i)) for i, o in enumerate(raw_overrides)]
+    ri = _section(doc, "runInfo")
+    paths = ri.get("paths") or {}
+    if not isinstance(paths, dict):
+        raise InputError(str(doc.loc("runInfo", "paths")), "runInfo.paths must be a mapping")
+    run_info = RunInfo(
+        image=ri.get("image"),
+        gpus=ri.get("gpus"),
+        start_command=_str(ri.get("startCommand")),
+        prepare_command=_str(ri.get("prepareCommand")),
+        paths=paths,
+        first_signal=ri.get("firstSignal"),
+        expected_output=ri.get("expectedOutput"),
+        expected_node=_str(ri.get("expectedNode")),
+    )
+    timeouts = dict(DEFAULT_TIMEOUTS)
+    for k, v in _section(doc, "timeouts").items():
+        if not isinstance(v, int | float) or isinstance(v, bool) or v <= 0:
+            raise InputError(str(doc.loc("timeouts", k)), f"timeouts.{k} must be positive seconds")
+        timeouts[str(k)] = float(v)
+    safety = _section(doc, "safety")
+    return Profile(
+        path=p,
+        doc=doc,
+        name=str(doc.data.get("name") or p.stem),
+        target=target,
+        rlinf_config=_path(base, rlinf.get("config"), doc, "rlinf", "config"),
+        rlinf_config_dir=_path(base, rlinf.get("configDir"), doc, "rlinf", "configDir"),
+        overrides=overrides,
+        job=_path(base, doc.data.get("job"), doc, "job"),
+        run_info=run_info,
+        real_robot_confirmed=safety.get("realRobotConfirmed") is True,
+        timeouts=timeouts,
+        job_normaliser=_str(doc.data.get("jobNormaliser")),
+    )
+
+
+def _str(v: Any) -> str | None:
+    return None if v is None else str(v)

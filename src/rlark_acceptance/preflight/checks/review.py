@@ -1,0 +1,186 @@
+"""Step 5 核对 YAML 并提交: the preview table, the prepared values, node selection, secrets."""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterator
+
+from rlark_acceptance.model.findings import Finding, error
+from rlark_acceptance.preflight.checks.base import (
+    Context,
+    check,
+    is_count,
+    mount_for,
+    nodes_matching,
+)
+from rlark_acceptance.preflight.checks.worker import gpu_findings
+from rlark_acceptance.preflight.secrets import dotted, scan_script, scan_tree
+
+
+@check("5.1", needs=("job",))
+def roles_in_preview(ctx: Context) -> Iterator[Finding]:
+    job = ctx.job
+    assert job is not None
+    names = [r.name for r in job.roles]
+    if names != ["worker"]:
+        yield error(
+            "5.1",
+            "preview-roles",
+            f"RLark roles: {len(names)} {names}; expected 1, worker",
+            job.loc("spec", "roles"),
+        )
+
+
+@check("5.2", needs=("worker",))
+def workers_in_preview(ctx: Context) -> Iterator[Finding]:
+    assert ctx.job is not None and ctx.job.worker is not None
+    role = ctx.job.worker
+    if role.replicas != 1:
+        yield error(
+            "5.2",
+            "preview-workers",
+            f"Workers: {role.replicas!r}; expected 1",
+            role.loc("replicas"),
+        )
+
+
+@check("5.3", needs=("job", "rlinf"))
+def ray_nodes_in_preview(ctx: Context) -> Iterator[Finding]:
+    job, r = ctx.job, ctx.rlinf
+    assert job is not None and r is not None
+    workers = sum(x.replicas for x in job.roles if is_count(x.replicas))
+    if not (workers == 1 and r.num_nodes == 1):
+        yield error(
+            "5.3",
+            "preview-ray-nodes",
+            f"Ray nodes: {workers} Workers, effective cluster.num_nodes {r.num_nodes}; "
+            "both must be 1",
+            job.loc("spec", "roles"),
+        )
+
+
+@check("5.4", needs=("job",))
+def header_in_preview(ctx: Context) -> Iterator[Finding]:
+    job = ctx.job
+    assert job is not None
+    headers = [r for r in job.roles if r.header]
+    ok = len(headers) == 1 and headers[0].name == "worker" and headers[0].replicas == 1
+    if not ok:
+        desc = ", ".join(f"{h.name} x{h.replicas}" for h in headers) or "none"
+        yield error(
+            "5.4",
+            "preview-header",
+            f"Header: {desc}; expected worker with 1 replica",
+            job.loc("spec", "roles"),
+        )
+
+
+@check("5.5", needs=("worker", "rlinf"))
+def gpus_in_preview(ctx: Context) -> Iterator[Finding]:
+    assert ctx.job is not None and ctx.job.worker is not None
+    role = ctx.job.worker
+    ri = ctx.run_info
+    if ri is not None and is_count(ri.gpus) and role.gpus != ri.gpus:
+        yield error(
+            "5.5",
+            "gpus-differ-from-prepared",
+            f"the YAML requests {role.gpus!r} GPUs; {ri.gpus} were prepared",
+            role.loc("gpus"),
+        )
+    yield from (
+        f
+        for f in gpu_findings("5.5", ctx, role.gpus, role.loc("gpus"))
+        if f.code != "placement-invalid"
+    )  # reported once, under 3.3
+
+
+@check("5.6", needs=("worker", "run_info"))
+def prepared_values_in_preview(ctx: Context) -> Iterator[Finding]:
+    assert ctx.job is not None and ctx.job.worker is not None and ctx.run_info is not None
+    job, role, ri = ctx.job, ctx.job.worker, ctx.run_info
+    if ri.image and role.image != ri.image:
+        yield error(
+            "5.6",
+            "image-differs",
+            f"image {role.image} differs from prepared {ri.image}",
+            role.loc("image"),
+        )
+    if ri.start_command and " ".join((job.run_script or "").split()) != " ".join(
+        ri.start_command.split()
+    ):
+        yield error(
+            "5.6",
+            "command-differs",
+            "the run script differs from the prepared start command",
+            job.loc("spec", "runScript"),
+        )
+    if ri.prepare_command and " ".join(ri.prepare_command.split()) not in " ".join(
+        (role.prepare_script or "").split()
+    ):
+        yield error(
+            "5.6",
+            "prepare-differs",
+            "the prepare script lacks the prepared command",
+            role.loc("prepareScript"),
+        )
+    for kind, p in ri.paths.items():
+        if isinstance(p, str) and posixpath.isabs(p) and mount_for(p, role.mounts) is None:
+            yield error(
+                "5.6",
+                "mount-missing",
+                f"no mount holds the prepared {kind} path {p}",
+                role.loc("mounts"),
+            )
+
+
+@check("5.7", needs=("worker",))
+def expected_node(ctx: Context) -> Iterator[Finding]:
+    assert ctx.job is not None and ctx.job.worker is not None
+    role = ctx.job.worker
+    expected = ctx.run_info.expected_node if ctx.run_info else None
+    sel = role.node_selector if isinstance(role.node_selector, dict) else {}
+    loc = role.loc("nodeSelector")
+    host = sel.get("kubernetes.io/hostname")
+    if expected and host is not None and host != expected:
+        yield error(
+            "5.7",
+            "selector-other-node",
+            f"node selection names {host}, expected node is {expected}",
+            loc,
+        )
+    if ctx.nodes is not None and expected:
+        matched = [n.name for n in nodes_matching(ctx.nodes, sel)]
+        if matched != [expected]:
+            yield error(
+                "5.7",
+                "selector-misses-expected",
+                f"node selection hits {matched or 'no node'}; expected only {expected}",
+                loc,
+            )
+
+
+@check("5.8", needs=("job",))
+def no_secrets(ctx: Context) -> Iterator[Finding]:
+    job = ctx.job
+    assert job is not None
+    for path, hit in scan_tree(job.doc.data):
+        yield error(
+            "5.8",
+            f"secret-{hit.kind}",
+            f"{dotted(path)}: {hit.description}",
+            job.doc.text_loc(*path, offset=hit.line),
+        )
+    if ctx.profile is not None:
+        # The prepared commands go into the YAML as its scripts: a secret there is one too.
+        ri = ctx.profile.run_info
+        for key, text in (
+            ("startCommand", ri.start_command),
+            ("prepareCommand", ri.prepare_command),
+        ):
+            for hit in scan_script(text or ""):
+                yield error(
+                    "5.8",
+                    f"secret-{hit.kind}",
+                    f"runInfo.{key}: {hit.description}",
+                    ctx.profile.doc.text_loc("runInfo", key, offset=hit.line),
+                )

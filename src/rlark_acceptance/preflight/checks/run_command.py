@@ -1,0 +1,141 @@
+"""Step 4 填写运行命令: Header, network, SSH key, the run script, TensorBoard."""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterator
+
+from rlark_acceptance.model.findings import Finding, error, warning
+from rlark_acceptance.preflight.checks.base import Context, check, mount_for, under
+
+
+@check("4.1", needs=("job",))
+def head_role(ctx: Context) -> Iterator[Finding]:
+    job = ctx.job
+    assert job is not None
+    if job.head_role != "worker":
+        yield error(
+            "4.1",
+            "head-role",
+            f"the head role is {job.head_role!r}, expected worker",
+            job.loc("spec", "headRole"),
+        )
+
+
+@check("4.2", needs=("job",))
+def no_cross_cluster_network(ctx: Context) -> Iterator[Finding]:
+    job = ctx.job
+    assert job is not None
+    if job.cross_cluster_network not in (None, "", "none"):
+        yield error(
+            "4.2",
+            "cross-cluster-network",
+            f"crossClusterNetwork is {job.cross_cluster_network!r}; a single-cluster job "
+            "keeps the default none",
+            job.loc("spec", "crossClusterNetwork"),
+        )
+
+
+@check("4.3", needs=("job",))
+def ssh_key_only_when_needed(ctx: Context) -> Iterator[Finding]:
+    job = ctx.job
+    assert job is not None
+    if job.ssh_public_key not in (None, ""):
+        yield warning(
+            "4.3",
+            "ssh-key-set",
+            "an SSH public key is set: keep it only if remote access is really needed",
+            job.loc("spec", "sshPublicKey"),
+        )
+
+
+@check("4.4", needs=("job",))
+def run_script(ctx: Context) -> Iterator[Finding]:
+    job = ctx.job
+    assert job is not None
+    loc = job.loc("spec", "runScript")
+    script = job.run_script or ""
+    if not script.strip():
+        yield error("4.4", "run-script-missing", "the run script is empty", loc)
+        return
+    ri = ctx.run_info
+    if (
+        ri is not None
+        and ri.start_command
+        and " ".join(script.split()) != " ".join(ri.start_command.split())
+    ):
+        yield error(
+            "4.4",
+            "run-script-differs",
+            "the run script is not the prepared start command (runInfo.startCommand)",
+            loc,
+        )
+    launch = ctx.rlinf.launch if ctx.rlinf else None
+    if launch is None:
+        yield warning(
+            "4.4",
+            "rlinf-command-not-found",
+            "no RLinf command (a launch script or python entry point) found in the "
+            "run script: its overrides and working directory cannot be checked",
+            loc,
+        )
+        return
+    for rel in launch.relative_without_cd:
+        yield error(
+            "4.4",
+            "relative-without-cd",
+            f"{rel} is relative but the run script sets no working directory: add an explicit cd",
+            loc,
+        )
+    if launch.ignored and launch.launcher is not None:
+        name = launch.launcher.suffix.rsplit("/", 1)[-1]
+        yield error(
+            "4.4",
+            "launcher-drops-arguments",
+            f"{name} passes only {', '.join(launch.launcher.positional)} on; "
+            f"{' '.join(launch.ignored)} never reaches RLinf (call the python entry "
+            "point with the overrides instead)",
+            loc,
+        )
+
+
+@check("4.5", needs=("job", "rlinf"))
+def tensorboard_dir(ctx: Context) -> Iterator[Finding]:
+    job, r = ctx.job, ctx.rlinf
+    assert job is not None and r is not None
+    backends = r.config.raw("runner.logger.logger_backends") or []
+    uses_tb = isinstance(backends, list) and "tensorboard" in backends
+    tb = job.tensorboard_log_dir
+    loc = job.loc("spec", "tensorboard", "logDir")
+    events = posixpath.join(r.log_path, "tensorboard") if r.log_path else None
+    if not tb:
+        if uses_tb:
+            where = events or "<runner.logger.log_path>/tensorboard"
+            yield warning(
+                "4.5",
+                "tensorboard-missing",
+                f"RLinf writes TensorBoard events to {where}; fill it in to see them",
+                job.loc("spec"),
+            )
+        return
+    if not posixpath.isabs(tb):
+        yield error("4.5", "tensorboard-relative", f"TensorBoard path {tb} is not absolute", loc)
+        return
+    if events is None:
+        yield warning(
+            "4.5",
+            "tensorboard-unverifiable",
+            "the log path is not known, so the TensorBoard path cannot be verified",
+            loc,
+        )
+    elif not under(events, tb):
+        yield error(
+            "4.5",
+            "tensorboard-elsewhere",
+            f"TensorBoard path {tb} does not hold {events}, where RLinf writes events",
+            loc,
+        )
+    if job.worker is not None and mount_for(tb, job.worker.mounts) is None:
+        yield error(
+            "4.5", "tensorboard-outside-mounts", f"TensorBoard path {tb} is under no mount", loc
+        )

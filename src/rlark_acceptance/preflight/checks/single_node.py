@@ -1,0 +1,150 @@
+"""§0 确认任务适合单节点运行: is this job right for one node?"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from rlark_acceptance.model.findings import Finding, error, info
+from rlark_acceptance.preflight.checks.base import Context, check, is_count
+
+RESOURCE_FIELDS = ("cpu", "memory", "shm")
+
+
+@check("0.1", needs=("rlinf",))
+def effective_num_nodes(ctx: Context) -> Iterator[Finding]:
+    r = ctx.rlinf
+    assert r is not None
+    loc = r.location("cluster.num_nodes")
+    if not r.config.has("cluster.num_nodes"):
+        yield error("0.1", "num-nodes-missing", "cluster.num_nodes is not set", loc)
+        return
+    n = r.num_nodes
+    if n is None:
+        raw = r.config.raw("cluster.num_nodes")
+        yield error(
+            "0.1",
+            "num-nodes-invalid",
+            f"effective cluster.num_nodes {raw!r} is not a node count",
+            loc,
+        )
+    elif n != 1:
+        via = r.config.applied.get("cluster.num_nodes")
+        origin = f" (set by {via.text!r} in the {via.source})" if via else ""
+        yield error("0.1", "num-nodes-not-1", f"effective cluster.num_nodes is {n}{origin}", loc)
+
+
+@check("0.2", needs=("job",))
+def one_node_provides_all(ctx: Context) -> Iterator[Finding]:
+    job = ctx.job
+    assert job is not None
+    clusters = {r.cluster for r in job.roles if r.cluster}
+    if len(clusters) > 1:
+        yield error(
+            "0.2",
+            "several-clusters",
+            f"roles target {len(clusters)} clusters: {', '.join(sorted(clusters))}",
+            job.loc("spec", "roles"),
+        )
+    workers = sum(r.replicas for r in job.roles if is_count(r.replicas))
+    if workers > 1:
+        yield error(
+            "0.2",
+            "several-workers",
+            f"the job creates {workers} Workers; one node means one Worker",
+            job.loc("spec", "roles"),
+        )
+    for role in job.roles:
+        for m in role.mounts:
+            need = {"hostPath": m.host_path, "objectStorage": m.bucket, "pvc": m.claim_name}
+            if m.type not in need:
+                yield error(
+                    "0.2",
+                    "mount-type-unknown",
+                    f"mount {m.name}: type {m.type!r} is not hostPath, objectStorage or pvc",
+                    m.location,
+                )
+            elif not need[m.type]:
+                what = {"hostPath": "hostPath", "objectStorage": "bucket", "pvc": "claimName"}
+                yield error(
+                    "0.2",
+                    "mount-incomplete",
+                    f"mount {m.name}: a {m.type} mount needs {what[m.type]}",
+                    m.location,
+                )
+
+
+@check("0.3", needs=("job",))
+def one_image_one_env(ctx: Context) -> Iterator[Finding]:
+    job = ctx.job
+    assert job is not None
+    if len(job.roles) > 1:
+        images = {r.image for r in job.roles}
+        what = f"{len(images)} images" if len(images) > 1 else "one image"
+        yield error(
+            "0.3",
+            "several-roles",
+            f"{len(job.roles)} roles with {what}; all components must share one Worker",
+            job.loc("spec", "roles"),
+        )
+
+
+@check("0.4", needs=("rlinf",))
+def redirect_to_multi_node(ctx: Context) -> Iterator[Finding]:
+    reasons = redirect_reasons(ctx)
+    if reasons:
+        r = ctx.rlinf
+        assert r is not None
+        yield error(
+            "0.4",
+            "redirect-multi-node",
+            "use 规划多节点和异构 Worker, not this page: " + ", ".join(reasons),
+            r.location("cluster"),
+        )
+
+
+def redirect_reasons(ctx: Context) -> list[str]:
+    """Every reason this job belongs to the multi-node guide (never just the first)."""
+    reasons: list[str] = []
+    if ctx.rlinf is not None:
+        reasons += ctx.rlinf.redirect_reasons
+    job = ctx.job
+    if job is not None:
+        if len(job.roles) > 1:
+            reasons.append(f"roles={len(job.roles)}")
+            images = {r.image for r in job.roles}
+            if len(images) > 1:
+                reasons.append(f"images={len(images)}")
+        workers = sum(r.replicas for r in job.roles if is_count(r.replicas))
+        if workers > 1:
+            reasons.append(f"workers={workers}")
+        for role in job.roles:
+            if isinstance(role.resources, dict):
+                for key in role.resources:
+                    if any(f in str(key).lower() for f in RESOURCE_FIELDS):
+                        reasons.append(f"resources.{key}")
+    return reasons
+
+
+@check("0.5", needs=("rlinf",))
+def real_robot_safety(ctx: Context) -> Iterator[Finding]:
+    r = ctx.rlinf
+    assert r is not None
+    if not r.cluster.real_robot:
+        return
+    groups = ", ".join(r.cluster.hardware_groups) or "a node group"
+    loc = r.location("cluster.node_groups")
+    if ctx.real_robot_confirmed:
+        yield info(
+            "0.5",
+            "real-robot-confirmed",
+            f"real-robot job ({groups} declares hardware); safety confirmed in the profile",
+            loc,
+        )
+    else:
+        yield error(
+            "0.5",
+            "real-robot-unconfirmed",
+            f"real-robot job ({groups} declares hardware): blocked until the devices "
+            "and on-site safety are confirmed (profile safety.realRobotConfirmed)",
+            loc,
+        )

@@ -1,0 +1,91 @@
+"""Step 2 添加 worker 角色: name, task type, one role named worker, shown as Header."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from rlark_acceptance.model.findings import Finding, error
+from rlark_acceptance.preflight.checks.base import Context, check
+
+DNS1123_LABEL = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
+
+
+@check("2.1", needs=("job",))
+def task_name(ctx: Context) -> Iterator[Finding]:
+    job = ctx.job
+    assert job is not None
+    name = job.name
+    loc = job.loc("metadata", "name")
+    if not isinstance(name, str) or not name:
+        yield error("2.1", "name-missing", "the task has no name (metadata.name)", loc)
+    elif not DNS1123_LABEL.match(name):
+        yield error(
+            "2.1",
+            "name-format",
+            f"task name {name!r} is not a DNS-1123 label: lowercase letters, digits "
+            "and '-', starting and ending with a letter or digit, at most 63",
+            loc,
+        )
+
+
+@check("2.2", needs=("job",))
+def task_type_custom(ctx: Context) -> Iterator[Finding]:
+    job = ctx.job
+    assert job is not None
+    if job.task_type != "custom":
+        yield error(
+            "2.2",
+            "task-type",
+            f"taskType is {job.task_type!r}, expected custom (自定义任务)",
+            job.loc("spec", "taskType"),
+        )
+
+
+@check("2.3", needs=("job",))
+def one_role_named_worker(ctx: Context) -> Iterator[Finding]:
+    job = ctx.job
+    assert job is not None
+    names = [r.name for r in job.roles]
+    if len(job.roles) != 1:
+        yield error(
+            "2.3",
+            "role-count",
+            f"{len(job.roles)} roles ({', '.join(map(str, names)) or 'none'}); "
+            "expected exactly one, named worker",
+            job.loc("spec", "roles"),
+        )
+    elif names[0] != "worker":
+        yield error(
+            "2.3",
+            "role-name",
+            f"the role is named {names[0]!r}, expected worker",
+            job.roles[0].loc("name"),
+        )
+
+
+@check("2.4", needs=("job",))
+def worker_is_header(ctx: Context) -> Iterator[Finding]:
+    job = ctx.job
+    assert job is not None
+    worker = job.worker
+    if worker is None:
+        yield error(
+            "2.4", "header-missing", "no worker role to be the Header", job.loc("spec", "roles")
+        )
+        return
+    if not worker.header:
+        yield error(
+            "2.4",
+            "worker-not-header",
+            f"role {worker.name!r} is not marked header: true",
+            worker.loc("header"),
+        )
+    others = [r.name for r in job.roles if r.header and r is not worker]
+    if others:
+        yield error(
+            "2.4",
+            "other-header",
+            f"other roles are marked Header too: {others}",
+            job.loc("spec", "roles"),
+        )

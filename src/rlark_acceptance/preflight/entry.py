@@ -1,0 +1,191 @@
+"""The offline pre-flight: every static check of §0–§5 over a profile or loose files."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rlark_acceptance.model.doc_checks import CHECKS
+from rlark_acceptance.model.findings import Finding, Location, Severity
+from rlark_acceptance.model.job import Job, parse_rendered, read_job, render_job
+from rlark_acceptance.model.profile import NodeSpec, Profile, load_profile
+from rlark_acceptance.preflight.checks import Context, Outcome, run_checks
+from rlark_acceptance.rlinf.config import ConfigLoader, Override
+from rlark_acceptance.rlinf.effective import EffectiveRLinf, evaluate
+from rlark_acceptance.rlinf.launch import parse_run_script
+
+
+@dataclass
+class PreflightResult:
+    outcome: Outcome
+    rlinf: EffectiveRLinf | None
+    job: Job | None
+    profile: Profile | None
+    config_path: str | None
+    validated: EffectiveRLinf | None = None  # the config without the run script's overrides
+
+    def __repr__(self) -> str:  # compact, and never the inputs' content
+        return f"PreflightResult(verdict={self.verdict!r}, findings={len(self.findings)})"
+
+    @property
+    def findings(self) -> list[Finding]:
+        return self.outcome.findings
+
+    @property
+    def verdict(self) -> str:
+        if any(f.check == "0.4" and f.severity == Severity.ERROR for f in self.findings):
+            return "redirect"
+        if any(f.severity == Severity.ERROR for f in self.findings):
+            return "fail"
+        return "pass"
+
+    @property
+    def exit_status(self) -> int:
+        return 0 if self.verdict == "pass" else 1
+
+    def check_status(self) -> dict[str, str]:
+        return {c.id: self.outcome.status(c.id) for c in CHECKS if c.kind != "runtime"}
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "rlinf": rlinf_json(self.rlinf, self.config_path),
+            "findings": [f.to_json() for f in sorted_findings(self.findings)],
+        }
+
+
+def sorted_findings(findings: list[Finding]) -> list[Finding]:
+    from rlark_acceptance.model.doc_checks import ORDER
+
+    rank = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
+    return sorted(findings, key=lambda f: (ORDER.get(f.check, 99), rank[f.severity]))
+
+
+def rlinf_json(r: EffectiveRLinf | None, path: str | None) -> dict[str, Any] | None:
+    if r is None:
+        return None
+    reasons = r.redirect_reasons
+    return {
+        "path": path,
+        "numNodes": r.num_nodes,
+        "gpusRequired": r.cluster.gpus_required,
+        "gpusAll": r.cluster.gpus_all,
+        "singleNode": r.num_nodes == 1 and not reasons,
+        "realRobot": r.cluster.real_robot,
+        "redirectReasons": reasons,
+        "logPath": r.log_path,
+        "checkpointDir": r.checkpoint_dir,
+    }
+
+
+def _job_from_profile(profile: Profile) -> Job:
+    if profile.job is not None:
+        return read_job(
+            str(profile.job), shown=_shown(profile.job), normaliser_name=profile.job_normaliser
+        )
+    ri = profile.run_info
+    node = profile.target.node
+    node_name = ri.expected_node or (node.name if node else None)
+    opts = profile.target.options
+    text = render_job(
+        name=str(opts.get("jobName") or profile.name),
+        namespace=profile.target.namespace,
+        run_info=ri,
+        cluster=str(opts.get("cluster") or "local"),
+        node_selector={"kubernetes.io/hostname": node_name} if node_name else {},
+        mounts=list(opts.get("mounts") or []),
+    )
+    return parse_rendered(text, f"{_shown(profile.path)} (rendered Job YAML)")
+
+
+def _shown(p: Path) -> str:
+    try:
+        return str(p.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(p)
+
+
+def preflight_profile(
+    profile: Profile | str | Path,
+    *,
+    nodes: list[NodeSpec] | None = None,
+    clusters: list[str] | None = None,
+    loader: ConfigLoader | None = None,
+) -> PreflightResult:
+    prof = profile if isinstance(profile, Profile) else load_profile(profile)
+    loader = loader or ConfigLoader()
+    job = _job_from_profile(prof)
+    overrides = [Override(text, loc, "profile") for text, loc in prof.overrides]
+    rlinf = validated = None
+    if prof.rlinf_config is not None:
+        rlinf, validated = _effective(
+            loader, prof.rlinf_config, prof.rlinf_config_dir, overrides, job, prof
+        )
+    if nodes is None and prof.target.node is not None:
+        nodes = [prof.target.node]  # the local target declares its one node
+    ctx = Context(
+        rlinf=rlinf,
+        validated=validated,
+        job=job,
+        profile=prof,
+        nodes=nodes,
+        clusters=clusters,
+        real_robot_confirmed=prof.real_robot_confirmed,
+    )
+    outcome = run_checks(ctx)
+    shown = _shown(prof.rlinf_config) if prof.rlinf_config else None
+    return PreflightResult(outcome, rlinf, job, prof, shown, validated)
+
+
+def _effective(
+    loader: ConfigLoader,
+    config: Path,
+    config_dir: Path | None,
+    overrides: list[Override],
+    job: Job | None,
+    profile: Profile | None,
+) -> tuple[EffectiveRLinf, EffectiveRLinf]:
+    launch = None
+    if job is not None and job.run_script:
+        launch = parse_run_script(job.run_script, job.doc.text_loc("spec", "runScript"))
+    elif profile is not None and profile.run_info.start_command:
+        launch = parse_run_script(
+            profile.run_info.start_command, profile.loc("runInfo", "startCommand")
+        )
+    shown = _shown(config)
+    rlinf = evaluate(
+        loader, config, config_dir=config_dir, overrides=overrides, launch=launch, shown=shown
+    )
+    validated = evaluate(loader, config, config_dir=config_dir, overrides=overrides, shown=shown)
+    return rlinf, validated
+
+
+def preflight_files(
+    rlinf_config: str | Path,
+    *,
+    job: str | Path | None = None,
+    overrides: list[str] | None = None,
+    config_dir: str | Path | None = None,
+    nodes: list[NodeSpec] | None = None,
+    real_robot_confirmed: bool = False,
+    job_normaliser: str | None = None,
+) -> PreflightResult:
+    loader = ConfigLoader()
+    job_obj = (
+        read_job(str(job), shown=_shown(Path(job)), normaliser_name=job_normaliser) if job else None
+    )
+    ovs = [Override(t, Location("--override"), "command line") for t in overrides or []]
+    rlinf, validated = _effective(
+        loader, Path(rlinf_config), Path(config_dir) if config_dir else None, ovs, job_obj, None
+    )
+    ctx = Context(
+        rlinf=rlinf,
+        validated=validated,
+        job=job_obj,
+        nodes=nodes,
+        real_robot_confirmed=real_robot_confirmed,
+    )
+    return PreflightResult(
+        run_checks(ctx), rlinf, job_obj, None, _shown(Path(rlinf_config)), validated
+    )

@@ -1,0 +1,598 @@
+"""RLinf configs as RLinf sees them: Hydra composition, overrides, then effective values.
+
+RLinf starts with ``@hydra.main(version_base="1.1")``, so the values that matter (check 0.1:
+the *effective* ``cluster.num_nodes``) are the ones after the defaults list is composed and
+the command-line overrides are applied. Composing each config with Hydra's own compose API
+costs ~0.1 s; auditing a tree of hundreds of configs wants far less, so the defaults list is
+composed here following Hydra 1.1's rules (packages, ``_self_`` last by default, ``override``
+entries, ``# @package`` headers), parsed files are cached, overrides are parsed by Hydra's
+own grammar and interpolations are resolved by OmegaConf. ``tests/rlinf/test_config.py``
+holds this composition equal to Hydra's on every real config.
+
+Example::
+
+    loader = ConfigLoader()
+    cfg = loader.load("maniskill.yaml", overrides=[Override.cli("cluster.num_nodes=2")])
+    cfg.select("cluster.num_nodes")  # -> 2
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import Override as HydraOverride
+from hydra.core.override_parser.types import OverrideType
+from hydra.errors import HydraException
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from rlark_acceptance.model.errors import InputError
+from rlark_acceptance.model.findings import Location
+from rlark_acceptance.model.yamlsrc import YamlDoc, load_yaml
+
+_MISSING = object()
+_SLOW = object()
+_NODE_REF = re.compile(r"\$\{([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\}")
+
+
+@dataclass(frozen=True)
+class Override:
+    """One Hydra override and where it was written (profile, run script, launch script)."""
+
+    text: str
+    origin: Location | None = None
+    source: str = "profile"  # profile | run script | launch script | environment
+
+    @classmethod
+    def cli(cls, text: str) -> Override:
+        return cls(text, None, "command line")
+
+
+@dataclass(frozen=True)
+class ConfigProblem:
+    """Something in the config that RLinf would trip over, or that cannot be told offline."""
+
+    message: str
+    location: Location | None
+    fatal: bool = False  # RLinf (Hydra) would refuse to start with this
+
+
+@dataclass
+class _Layer:
+    """A config file merged at ``package`` (dotted, "" = root)."""
+
+    package: str
+    doc: YamlDoc
+
+
+@dataclass
+class RLinfConfig:
+    """The composed config of one RLinf run, before and after interpolation."""
+
+    path: str
+    primary: YamlDoc
+    data: dict[str, Any]
+    layers: list[_Layer] = field(default_factory=list)
+    applied: dict[str, Override] = field(default_factory=dict)  # dotted key -> override
+    problems: list[ConfigProblem] = field(default_factory=list)
+    _cfg: DictConfig | None = None
+
+    @property
+    def cfg(self) -> DictConfig:
+        if self._cfg is None:
+            # Hydra composes in struct mode; selecting keys must not create them.
+            self._cfg = OmegaConf.create(self.data, flags={"allow_objects": False})
+        return self._cfg
+
+    def raw(self, dotted: str, default: Any = None) -> Any:
+        """The composed value at ``dotted`` with interpolations left as written."""
+        node: Any = self.data
+        for part in dotted.split("."):
+            if not isinstance(node, dict) or part not in node:
+                return default
+            node = node[part]
+        return node
+
+    def has(self, dotted: str) -> bool:
+        return self.raw(dotted, _MISSING) is not _MISSING
+
+    def select(self, dotted: str, default: Any = None) -> Any:
+        """The effective value at ``dotted``; unresolvable interpolations raise ``Unresolved``."""
+        raw = self.raw(dotted, _MISSING)
+        if raw is _MISSING:
+            return default
+        fast = self._fast(raw, frozenset({dotted}))
+        if fast is not _SLOW:
+            return fast
+        try:
+            value = OmegaConf.select(self.cfg, dotted, throw_on_resolution_failure=True)
+        except (OmegaConfBaseException, ValueError, KeyError) as exc:
+            raise Unresolved(dotted, self.raw(dotted), _short(exc)) from None
+        if isinstance(value, DictConfig) or OmegaConf.is_config(value):
+            return self.resolved(dotted)
+        return value
+
+    def resolved(self, dotted: str = "") -> Any:
+        """A plain container of the subtree, each leaf resolved where possible.
+
+        A leaf that cannot be resolved offline keeps its text and is reported once in
+        ``problems`` rather than failing the whole subtree.
+        """
+        raw = self.raw(dotted) if dotted else self.data
+        return self._resolve_tree(raw, dotted)
+
+    def _resolve_tree(self, raw: Any, dotted: str) -> Any:
+        if isinstance(raw, dict):
+            return {k: self._resolve_tree(v, _join(dotted, str(k))) for k, v in raw.items()}
+        if isinstance(raw, list):
+            out = []
+            for i, item in enumerate(raw):
+                if isinstance(item, dict | list) or not _is_interp(item):
+                    out.append(self._resolve_tree(item, f"{dotted}[{i}]"))
+                else:
+                    out.append(self._resolve_leaf(f"{dotted}[{i}]", item))
+            return out
+        if _is_interp(raw):
+            return self._resolve_leaf(dotted, raw)
+        return raw
+
+    def _resolve_leaf(self, dotted: str, raw: Any) -> Any:
+        fast = self._fast(raw, frozenset({dotted}))
+        if fast is not _SLOW:
+            return fast
+        try:
+            value = OmegaConf.select(self.cfg, dotted, throw_on_resolution_failure=True)
+        except (OmegaConfBaseException, ValueError, KeyError) as exc:
+            self.note_unresolved(dotted, raw, _short(exc))
+            return raw
+        if OmegaConf.is_config(value):
+            return OmegaConf.to_container(value, resolve=False)
+        return value
+
+    def _fast(self, raw: Any, seen: frozenset[str]) -> Any:
+        """Resolve plain values and ``${a.b}`` node references without building OmegaConf.
+
+        Composing the whole config into OmegaConf costs more than everything else an audit
+        does, and most values hold no interpolation or only references to other keys.
+        Anything else (resolvers such as ``oc.env``, relative keys, escapes, missing
+        values) returns ``_SLOW`` and goes to OmegaConf, so its semantics stay OmegaConf's.
+        """
+        if not isinstance(raw, str):
+            return raw
+        if raw == "???" or "\\" in raw:
+            return _SLOW
+        if "${" not in raw:
+            return raw
+        whole = _NODE_REF.fullmatch(raw)
+        if whole:
+            return self._ref(whole.group(1), seen)
+        pieces: list[str] = []
+        pos = 0
+        for m in _NODE_REF.finditer(raw):
+            value = self._ref(m.group(1), seen)
+            if value is _SLOW or isinstance(value, dict | list):
+                return _SLOW
+            pieces += [raw[pos : m.start()], str(value)]
+            pos = m.end()
+        pieces.append(raw[pos:])
+        text = "".join(pieces)
+        return _SLOW if "${" in text else text
+
+    def _ref(self, key: str, seen: frozenset[str]) -> Any:
+        if key in seen:
+            return _SLOW  # a cycle: let OmegaConf name it
+        target = self.raw(key, _MISSING)
+        if target is _MISSING or isinstance(target, dict | list):
+            return _SLOW
+        return self._fast(target, seen | {key})
+
+    def note_unresolved(self, dotted: str, raw: Any, why: str) -> None:
+        message = f"{dotted}: {raw!s} cannot be resolved offline ({why})"
+        if not any(p.message == message for p in self.problems):
+            self.problems.append(ConfigProblem(message, self.location(dotted)))
+
+    def location(self, dotted: str) -> Location:
+        """Where the effective value of ``dotted`` was written: an override or a file line."""
+        for key, ov in self.applied.items():
+            if (dotted == key or dotted.startswith(key + ".")) and ov.origin:
+                return ov.origin
+        parts = dotted.split(".")
+        for layer in reversed(self.layers):
+            pkg = layer.package.split(".") if layer.package else []
+            if parts[: len(pkg)] != pkg:
+                continue
+            rel = tuple(parts[len(pkg) :])
+            node: Any = layer.doc.data
+            found = True
+            for part in rel:
+                if isinstance(node, dict) and part in node:
+                    node = node[part]
+                else:
+                    found = False
+                    break
+            if found:
+                return layer.doc.loc(*rel)
+        return self.primary.loc(*parts)
+
+
+class Unresolved(Exception):
+    def __init__(self, key: str, raw: Any, why: str) -> None:
+        super().__init__(f"{key}: {raw} cannot be resolved offline ({why})")
+        self.key = key
+        self.raw = raw
+        self.why = why
+
+
+class ConfigLoader:
+    """Loads and composes RLinf configs, caching parsed files across loads."""
+
+    def __init__(self) -> None:
+        self._docs: dict[Path, YamlDoc] = {}
+        self._headers: dict[Path, str | None] = {}
+        self._parser = OverridesParser.create()
+
+    def _header(self, path: Path) -> str | None:
+        if path not in self._headers:
+            self._headers[path] = _package_header(path)
+        return self._headers[path]
+
+    def doc(self, path: Path) -> YamlDoc:
+        key = path.resolve()
+        if key not in self._docs:
+            self._docs[key] = load_yaml(path)
+        return self._docs[key]
+
+    def load(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        config_dir: str | os.PathLike[str] | None = None,
+        overrides: Iterable[Override] = (),
+        shown: str | None = None,
+    ) -> RLinfConfig:
+        """Compose ``path`` with its defaults (searched in ``config_dir``) and overrides.
+
+        Raises ``InputError`` only when the primary file cannot be read; everything else
+        (a missing default, a bad override) is a ``ConfigProblem``.
+        """
+        p = Path(path)
+        primary = self.doc(p)
+        if shown is not None and shown != primary.path:
+            primary = dataclasses.replace(primary, path=shown)
+        search = Path(config_dir) if config_dir else p.parent
+        cfg = RLinfConfig(path=primary.path, primary=primary, data={})
+        parsed = self._parse_overrides(list(overrides), cfg)
+        group_choices = {
+            (o.key_or_group, o.package): (o, src)
+            for o, src in parsed
+            if self._is_group_override(o, primary, search)
+        }
+        for group_key, (_o, src) in group_choices.items():
+            cfg.applied[f"<group>{group_key[0]}"] = src
+        used: set[tuple[str, str | None]] = set()
+        self._compose(cfg, primary, search, "", "", group_choices, used)
+        for key, (_o, src) in group_choices.items():
+            if key not in used:
+                name = key[0] + (f"@{key[1]}" if key[1] else "")
+                cfg.problems.append(
+                    ConfigProblem(
+                        f"override {src.text!r}: {name} matches no group in the defaults list; "
+                        "Hydra refuses it",
+                        src.origin,
+                        fatal=True,
+                    )
+                )
+        cfg.data.pop("hydra", None)
+        for o, src in parsed:
+            if (o.key_or_group, o.package) in group_choices:
+                continue
+            self._apply(cfg, o, src)
+        return cfg
+
+    # -- overrides --------------------------------------------------------------------
+
+    def _parse_overrides(
+        self, overrides: list[Override], cfg: RLinfConfig
+    ) -> list[tuple[HydraOverride, Override]]:
+        out: list[tuple[HydraOverride, Override]] = []
+        for ov in overrides:
+            try:
+                (parsed,) = self._parser.parse_overrides([ov.text])
+            except (HydraException, ValueError) as exc:
+                cfg.problems.append(
+                    ConfigProblem(
+                        f"override {ov.text!r} is not valid Hydra syntax: {_short(exc)}",
+                        ov.origin,
+                        fatal=True,
+                    )
+                )
+                continue
+            if parsed.is_sweep_override():
+                cfg.problems.append(
+                    ConfigProblem(
+                        f"override {ov.text!r} is a sweep; a single run cannot take it",
+                        ov.origin,
+                        fatal=True,
+                    )
+                )
+                continue
+            out.append((parsed, ov))
+        return out
+
+    def _is_group_override(self, o: HydraOverride, primary: YamlDoc, search: Path) -> bool:
+        """``env@env.train=x`` or ``model=x`` selects a config group, not a value."""
+        if o.type == OverrideType.DEL or not isinstance(o.value(), str):
+            return False
+        if o.package is not None:
+            return True
+        return (search / o.key_or_group).is_dir() and "." not in o.key_or_group
+
+    def _apply(self, cfg: RLinfConfig, o: HydraOverride, src: Override) -> None:
+        key = o.key_or_group
+        exists = cfg.has(key)
+        if o.type == OverrideType.DEL:
+            # Hydra selects the key first and takes a null value for a missing one.
+            if not exists or cfg.raw(key) is None:
+                cfg.problems.append(
+                    ConfigProblem(
+                        f"override {src.text!r} deletes {key}, which the config lacks",
+                        src.origin,
+                        fatal=True,
+                    )
+                )
+                return
+            _delete(cfg.data, key)
+            cfg.applied[key] = src
+            return
+        if o.type == OverrideType.CHANGE and not exists:
+            # Hydra composes in struct mode: a plain override of a missing key is refused.
+            cfg.problems.append(
+                ConfigProblem(
+                    f"override {src.text!r}: the config has no {key}; Hydra refuses it "
+                    f"(append with +{key}=...)",
+                    src.origin,
+                    fatal=True,
+                )
+            )
+            return
+        if o.type == OverrideType.ADD and exists:
+            cfg.problems.append(
+                ConfigProblem(
+                    f"override {src.text!r}: {key} exists already; Hydra refuses "
+                    f"to append it (use ++{key}=...)",
+                    src.origin,
+                    fatal=True,
+                )
+            )
+            return
+        value = o.value()
+        current = cfg.raw(key)
+        if isinstance(value, dict) and isinstance(current, dict):
+            _merge(current, copy.deepcopy(value))
+        else:
+            _set(cfg.data, key, value)
+        cfg.applied[key] = src
+        cfg._cfg = None
+
+    # -- defaults list ----------------------------------------------------------------
+
+    def _compose(
+        self,
+        cfg: RLinfConfig,
+        doc: YamlDoc,
+        search: Path,
+        group_dir: str,
+        package: str,
+        choices: Mapping[tuple[str, str | None], tuple[HydraOverride, Override]],
+        used: set[tuple[str, str | None]],
+        *,
+        depth: int = 0,
+    ) -> None:
+        if depth > 20:
+            cfg.problems.append(ConfigProblem("defaults nest deeper than 20", doc.loc(), True))
+            return
+        data = doc.data if isinstance(doc.data, dict) else {}
+        defaults = data.get("defaults", [])
+        body = {k: v for k, v in data.items() if k != "defaults"}
+        if not isinstance(defaults, list):
+            cfg.problems.append(ConfigProblem("defaults must be a list", doc.loc("defaults"), True))
+            defaults = []
+        entries, overrides_in_list = self._entries(cfg, doc, defaults)
+        self_seen = False
+        for index, entry in entries:
+            if entry == "_self_":
+                self_seen = True
+                self._merge_layer(cfg, doc, body, package)
+                continue
+            group, option, pkg, optional, selectable = entry
+            if group.startswith("hydra/") or group == "hydra":
+                continue
+            # Only 'group: option' entries are choices; 'group/option' names one config.
+            if selectable:
+                key = (group, pkg)
+                if key in choices:
+                    option = str(choices[key][0].value())
+                    used.add(key)
+                elif (group, None) in choices and pkg is None:
+                    option = str(choices[(group, None)][0].value())
+                    used.add((group, None))
+                elif group in overrides_in_list:
+                    option = overrides_in_list[group]
+            if option is None:
+                continue
+            rel_group = _join_path(group_dir, group)
+            file = (search / rel_group / f"{option}.yaml").resolve()
+            where = doc.loc("defaults", index)
+            if not file.is_file():
+                if not optional:
+                    cfg.problems.append(
+                        ConfigProblem(
+                            f"default {rel_group}/{option} not found in {search}", where, True
+                        )
+                    )
+                continue
+            try:
+                child = self.doc(file)
+            except InputError as exc:
+                cfg.problems.append(ConfigProblem(str(exc), where, True))
+                continue
+            child_pkg = _child_package(self._header(file), group, pkg, package)
+            child_dir = rel_group
+            self._compose(
+                cfg,
+                child,
+                search,
+                child_dir,
+                child_pkg,
+                {},
+                used,
+                depth=depth + 1,
+            )
+        if not self_seen:
+            # Hydra 1.1: a config's own content overrides what its defaults list brought in.
+            self._merge_layer(cfg, doc, body, package)
+
+    def _entries(
+        self, cfg: RLinfConfig, doc: YamlDoc, defaults: list[Any]
+    ) -> tuple[list[tuple[int, Any]], dict[str, str | None]]:
+        entries: list[tuple[int, Any]] = []
+        overrides: dict[str, str | None] = {}
+        for i, raw in enumerate(defaults):
+            if raw == "_self_":
+                entries.append((i, "_self_"))
+                continue
+            optional = False
+            if isinstance(raw, str):
+                spec, option = raw, None
+                if "/" in spec.rstrip("/") or "@" in spec:
+                    # 'env/maniskill@env.train': group 'env', option 'maniskill'
+                    head, _, pkg_part = spec.partition("@")
+                    group, _, option = head.rpartition("/")
+                    entries.append((i, (group, option, pkg_part or None, False, False)))
+                else:
+                    # A config in the same folder, merged at this package.
+                    entries.append((i, ("", spec, None, False, False)))
+                continue
+            if isinstance(raw, dict) and len(raw) == 1:
+                ((k, v),) = raw.items()
+                k = str(k).strip()
+                if k.startswith("override "):
+                    group = k.removeprefix("override ").strip().partition("@")[0]
+                    overrides[group] = None if v is None else str(v)
+                    continue
+                if k.startswith("optional "):
+                    optional = True
+                    k = k.removeprefix("optional ").strip()
+                group, _, pkg_part = k.partition("@")
+                option = None if v is None else str(v)
+                entries.append((i, (group, option, pkg_part or None, optional, True)))
+                continue
+            cfg.problems.append(
+                ConfigProblem(f"defaults entry {raw!r} is not understood", doc.loc("defaults", i))
+            )
+        return entries, overrides
+
+    def _merge_layer(self, cfg: RLinfConfig, doc: YamlDoc, body: dict[str, Any], pkg: str) -> None:
+        cfg.layers.append(_Layer(pkg, doc))
+        if not body:
+            return
+        target = cfg.data
+        for part in pkg.split(".") if pkg else []:
+            nxt = target.get(part)
+            if not isinstance(nxt, dict):
+                nxt = {}
+                target[part] = nxt
+            target = nxt
+        _merge(target, copy.deepcopy(body))
+
+
+def _child_package(header: str | None, group: str, pkg: str | None, parent_pkg: str) -> str:
+    """The package a default lands in (Hydra 1.1: relative to the including config's)."""
+    if pkg is not None:
+        if pkg == "_global_":
+            return ""
+        if pkg == "_here_":
+            return parent_pkg
+        return _join(parent_pkg, pkg)
+    if header is not None:
+        if header == "_global_":
+            return ""
+        if header != "_group_":
+            return header
+    if group.startswith("/"):
+        return group.strip("/").replace("/", ".")
+    return _join(parent_pkg, group.strip("/").replace("/", "."))
+
+
+def _package_header(path: Path) -> str | None:
+    # Hydra reads '# @package X' from the comment lines at the top of the file.
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        s = line.strip()
+        if not s:
+            continue
+        if not s.startswith("#"):
+            return None
+        body = s.lstrip("#").strip()
+        if body.startswith("@package"):
+            return body.removeprefix("@package").strip()
+    return None
+
+
+def _join(a: str, b: str) -> str:
+    return f"{a}.{b}" if a and b else a or b
+
+
+def _join_path(group_dir: str, group: str) -> str:
+    if group.startswith("/"):
+        return group.lstrip("/")
+    return os.path.normpath(os.path.join(group_dir, group)) if group_dir else group
+
+
+def _merge(dst: dict[Any, Any], src: dict[Any, Any]) -> None:
+    """OmegaConf merge on plain data: mappings merge key by key, anything else replaces."""
+    for k, v in src.items():
+        if isinstance(v, dict) and isinstance(dst.get(k), dict):
+            _merge(dst[k], v)
+        else:
+            dst[k] = v
+
+
+def _set(data: dict[str, Any], dotted: str, value: Any) -> None:
+    parts = dotted.split(".")
+    node = data
+    for part in parts[:-1]:
+        nxt = node.get(part)
+        if not isinstance(nxt, dict):
+            nxt = {}
+            node[part] = nxt
+        node = nxt
+    node[parts[-1]] = value
+
+
+def _delete(data: dict[str, Any], dotted: str) -> None:
+    parts = dotted.split(".")
+    node: Any = data
+    for part in parts[:-1]:
+        node = node[part]
+    del node[parts[-1]]
+
+
+def _is_interp(value: Any) -> bool:
+    return isinstance(value, str) and "${" in value
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__

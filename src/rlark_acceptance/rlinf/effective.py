@@ -1,0 +1,124 @@
+"""The effective RLinf view of one run: composed config + run command → what RLinf will do.
+
+This is where the pre-flight learns the values the page talks about: the effective
+``cluster.num_nodes`` (0.1), the GPUs the placement uses (3.3), whether the job is a
+real-robot one (0.5), and where logs and checkpoints land inside the container (3.7, 4.5).
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rlark_acceptance.model.findings import Location
+from rlark_acceptance.rlinf.config import (
+    ConfigLoader,
+    ConfigProblem,
+    Override,
+    RLinfConfig,
+    Unresolved,
+)
+from rlark_acceptance.rlinf.launch import Launch
+from rlark_acceptance.rlinf.placement import ClusterSummary, redirect_reasons, summarize_cluster
+
+# Where RLinf's runners save (rlinf/runners/*.py, _save_checkpoint).
+LOG_PATH_RUNNERS = frozenset({"embodied", "offline", "sft"})
+OUTPUT_DIR_RUNNERS = frozenset({"reasoning", "coding_online_rl"})
+
+
+@dataclass
+class EffectiveRLinf:
+    config: RLinfConfig
+    launch: Launch | None
+    cluster: ClusterSummary
+    task_type: str | None
+    log_path: str | None  # absolute container path, when knowable
+    log_path_raw: Any
+    checkpoint_dir: str | None
+    checkpoint_key: str | None  # the config key that decides checkpointDir
+    problems: list[ConfigProblem] = field(default_factory=list)
+
+    @property
+    def num_nodes(self) -> int | None:
+        return self.cluster.num_nodes
+
+    @property
+    def redirect_reasons(self) -> list[str]:
+        return redirect_reasons(self.cluster)
+
+    def location(self, dotted: str) -> Location:
+        return self.config.location(dotted)
+
+
+def _select(cfg: RLinfConfig, key: str, problems: list[ConfigProblem]) -> Any:
+    try:
+        return cfg.select(key)
+    except Unresolved as exc:
+        problems.append(ConfigProblem(str(exc), cfg.location(key)))
+        return None
+
+
+def evaluate(
+    loader: ConfigLoader,
+    config_path: str | Path,
+    *,
+    config_dir: str | Path | None = None,
+    overrides: list[Override] | None = None,
+    launch: Launch | None = None,
+    shown: str | None = None,
+) -> EffectiveRLinf:
+    all_overrides = list(overrides or [])
+    if launch is not None:
+        all_overrides += launch.overrides
+    cfg = loader.load(config_path, config_dir=config_dir, overrides=all_overrides, shown=shown)
+    problems: list[ConfigProblem] = []
+    cluster_raw = cfg.resolved("cluster") if cfg.has("cluster") else None
+    cluster = summarize_cluster(cluster_raw)
+    task_type = _select(cfg, "runner.task_type", problems)
+    log_raw = cfg.raw("runner.logger.log_path")
+    log_value = _select(cfg, "runner.logger.log_path", problems)
+    log_path = _absolute(log_value, launch)
+    checkpoint_dir: str | None = None
+    key: str | None = None
+    if task_type in LOG_PATH_RUNNERS or (task_type is None and cfg.has("runner.logger.log_path")):
+        key = "runner.logger.log_path"
+        exp = _select(cfg, "runner.logger.experiment_name", problems)
+        if log_path and exp is not None:
+            checkpoint_dir = posixpath.join(log_path, str(exp), "checkpoints")
+    elif task_type in OUTPUT_DIR_RUNNERS:
+        key = "runner.output_dir"
+        out = _absolute(_select(cfg, "runner.output_dir", problems), launch)
+        exp = _select(cfg, "runner.experiment_name", problems)
+        if out and exp is not None:
+            checkpoint_dir = posixpath.join(out, str(exp), "checkpoints")
+    elif isinstance(task_type, str) and "eval" in task_type:
+        key = None  # eval-only runners write logs, not checkpoints
+    else:
+        problems.append(
+            ConfigProblem(
+                f"runner.task_type {task_type!r}: where this runner saves checkpoints is not known",
+                cfg.location("runner.task_type"),
+            )
+        )
+    return EffectiveRLinf(
+        config=cfg,
+        launch=launch,
+        cluster=cluster,
+        task_type=task_type if isinstance(task_type, str) else None,
+        log_path=log_path,
+        log_path_raw=log_raw,
+        checkpoint_dir=checkpoint_dir,
+        checkpoint_key=key,
+        problems=problems + cfg.problems,
+    )
+
+
+def _absolute(value: Any, launch: Launch | None) -> str | None:
+    """A container path as the RLinf process sees it (relative to the run command's cd)."""
+    if not isinstance(value, str) or not value or "${" in value:
+        return None
+    if posixpath.isabs(value):
+        return posixpath.normpath(value)
+    return launch.resolve(value) if launch else None

@@ -1,0 +1,67 @@
+"""One acceptance run: the pre-flight, then (only if it passes) Step 6 on the target."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from rlark_acceptance.adapters.base import Adapter
+from rlark_acceptance.model.job import Job
+from rlark_acceptance.model.profile import Profile
+from rlark_acceptance.preflight.entry import PreflightResult, preflight_profile
+from rlark_acceptance.run.confirm_running import PhaseResult, RunRecord, confirm_running
+
+
+@dataclass
+class AcceptanceRun:
+    preflight: PreflightResult
+    record: RunRecord | None  # None: stopped at the pre-flight, nothing submitted
+
+    @property
+    def submitted(self) -> bool:
+        return self.record is not None and self.record.ref is not None
+
+
+def manifest_of(job: Job) -> str:
+    """The Job YAML as submitted: the document the console showed, unchanged."""
+    return yaml.safe_dump(job.doc.data, sort_keys=False, allow_unicode=True)
+
+
+def submit_and_confirm(
+    adapter: Adapter,
+    profile: Profile,
+    pre: PreflightResult,
+    *,
+    on_phase: Callable[[PhaseResult], None] | None = None,
+    delete_after: bool = True,
+) -> RunRecord:
+    """Step 6 for the Job the pre-flight read, whatever the pre-flight said."""
+    assert pre.job is not None, "the profile yields no Job YAML"
+    validated: dict[str, Any] | None = None
+    if pre.validated is not None:
+        validated = pre.validated.config.resolved()
+    return confirm_running(
+        adapter,
+        pre.job,
+        manifest_of(pre.job),
+        profile,
+        validated_config=validated,
+        on_phase=on_phase,
+        delete_after=delete_after,
+    )
+
+
+def accept(
+    profile: Profile,
+    adapter: Adapter,
+    *,
+    on_phase: Callable[[PhaseResult], None] | None = None,
+) -> AcceptanceRun:
+    """What a release engineer runs: nothing is submitted unless the pre-flight passes."""
+    pre = preflight_profile(profile)
+    if pre.verdict != "pass":
+        return AcceptanceRun(pre, None)
+    return AcceptanceRun(pre, submit_and_confirm(adapter, profile, pre, on_phase=on_phase))

@@ -1,0 +1,579 @@
+"""The kubernetes adapter against a real control plane (testenv: kube-apiserver 1.36, the
+real scheduler and controller-manager, kwok-simulated nodes) and a real S3 server.
+
+RLark's operator cannot run here: ``rlark_platform_double`` stands in for it (Job CR →
+one Worker Pod). The Worker's own output (Ray's start-up, RLinf's printed config and
+progress, its checkpoint) is played by the tests, marked as a stand-in where it happens;
+everything else (scheduling, refusals, image pulls, Pod phases, Events, log streaming,
+deletion through the garbage collector) is the real Kubernetes machinery.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import urllib3
+import yaml
+from kubernetes.client.exceptions import ApiException
+from safetensors.numpy import save
+
+from fixtures.testenv import KubeEnv, S3Env
+from rlark_acceptance.adapters import Happening, JobRef, Observation, SubmitRejected, open_adapter
+from rlark_acceptance.adapters.kubernetes.adapter import KubernetesAdapter, KubernetesAdapterError
+from rlark_acceptance.adapters.kubernetes.stream import (
+    MAX_ATTEMPTS,
+    Stopper,
+    call,
+    list_then_watch,
+    pod_status,
+)
+from rlark_acceptance.model.job import JOB_NAME_LABEL, ROLE_LABEL, Job, read_job
+from rlark_acceptance.model.profile import Profile, Target, load_profile
+from rlark_acceptance.preflight.entry import preflight_profile
+from rlark_acceptance.run.acceptance import manifest_of
+from rlark_acceptance.run.confirm_running import RunRecord, confirm_running
+from rlark_acceptance.storage import FileStore, S3Store
+from tests.adapters.rlark_platform_double import PlatformDouble, install_crd
+
+pytestmark = pytest.mark.cluster  # needs testenv's cluster and S3 server; never skipped
+
+REPO = Path(__file__).resolve().parents[2]
+PROFILE = REPO / "profiles" / "local.yaml"
+NODE = "gpu-node-07"
+IMAGE = "registry.example.com/rlinf:v0.3.0-cuda12.4"
+RLARK_CLUSTER = "gpu-a"
+TIMEOUT = 60.0
+# What `ray start --head` prints in a Pod (not a terminal).
+RAY_START = [
+    "2026-11-30 13:13:35,847\tINFO usage_lib.py:448 -- Usage stats collection is disabled.",
+    "2026-11-30 13:13:38,746\tSUCC scripts.py:1085 -- Ray runtime started.",
+    "2026-11-30 13:13:38,746\tINFO scripts.py:1088 -- Next steps",
+]
+PROGRESS = "Global Step:  20%|██        | 1/5 [00:02<00:08,  2.01s/it]"
+# testenv narrows kwok's pod-complete stage to batch/v1 Jobs, so the Worker Pod of an
+# rlark.io Job stays Running until it is deleted, as a real training Worker does.
+STARTED = ("Running",)
+
+
+# --- fixtures ------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def platform(kube_env: KubeEnv) -> Iterator[PlatformDouble]:
+    api = kube_env.api_client()
+    install_crd(api)
+    double = PlatformDouble(api).start()
+    try:
+        yield double
+    finally:
+        double.stop()
+
+
+@pytest.fixture
+def profile(kube_env: KubeEnv, kube_namespace: str) -> Profile:
+    """The default profile, pointed at the cluster: one 8-GPU Worker on gpu-node-07."""
+    prof = load_profile(PROFILE)
+    prof.target = Target(
+        adapter="kubernetes",
+        kubeconfig=str(kube_env.kubeconfig),
+        namespace=kube_namespace,
+        options={"cluster": RLARK_CLUSTER, "delete_timeout": 30},
+    )
+    prof.run_info.gpus = 8
+    prof.run_info.expected_node = NODE
+    prof.timeouts = dict.fromkeys(prof.timeouts, TIMEOUT)
+    return prof
+
+
+@pytest.fixture
+def adapter(profile: Profile, platform: PlatformDouble, s3_chain: S3Env) -> Iterator[Any]:
+    ad = open_adapter(profile)
+    assert isinstance(ad, KubernetesAdapter)
+    try:
+        yield ad
+    finally:
+        ad.close()
+
+
+# --- helpers -------------------------------------------------------------------------------
+def write_job(
+    tmp_path: Path,
+    namespace: str,
+    bucket: str,
+    *,
+    gpus: int = 8,
+    image: str = IMAGE,
+    name: str | None = None,
+) -> tuple[Path, str]:
+    """The default target's Job YAML, for this cluster; returns its path and S3 prefix."""
+    data = yaml.safe_load((REPO / "profiles" / "local" / "job.yaml").read_text())
+    data["metadata"] = {"name": name or f"rlinf-k8s-{uuid.uuid4().hex[:6]}", "namespace": namespace}
+    prefix = f"k8s-adapter/{uuid.uuid4().hex[:8]}"
+    data["spec"]["roles"][0].update(
+        cluster=RLARK_CLUSTER,
+        nodeSelector={"kubernetes.io/hostname": NODE},
+        gpus=gpus,
+        image=image,
+        mounts=[
+            {
+                "name": "ckpt",
+                "type": "objectStorage",
+                "bucket": bucket,
+                "prefix": prefix,
+                "containerPath": "/mnt/ckpt",
+            }
+        ],
+    )
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+    return path, prefix
+
+
+def load_job(path: Path) -> tuple[Job, str]:
+    job = read_job(str(path))
+    return job, manifest_of(job)
+
+
+def next_until(
+    obs: Observation, pred: Callable[[Happening], bool], timeout: float = 30
+) -> Happening:
+    deadline = time.monotonic() + timeout
+    while (left := deadline - time.monotonic()) > 0:
+        item = obs.next(left)
+        if item is not None and pred(item):
+            return item
+    raise AssertionError(f"nothing matching within {timeout} s")
+
+
+def wait_for(what: str, probe: Callable[[], Any], timeout: float = 30) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := probe():
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def job_pods(kube_env: KubeEnv, ns: str, name: str) -> list[Any]:
+    return list(
+        kube_env.core().list_namespaced_pod(ns, label_selector=f"{JOB_NAME_LABEL}={name}").items
+    )
+
+
+def run_in_thread(fn: Callable[[], RunRecord]) -> tuple[threading.Thread, dict[str, RunRecord]]:
+    out: dict[str, RunRecord] = {}
+    t = threading.Thread(target=lambda: out.update(rec=fn()), daemon=True)
+    t.start()
+    return t, out
+
+
+def safetensors_bytes() -> bytes:
+    return save({"actor.weight": np.arange(16, dtype=np.float32).reshape(4, 4)})
+
+
+# --- Step 6 end to end -----------------------------------------------------------------------
+def test_happy_path_passes_step6_through_the_real_observer(
+    adapter: KubernetesAdapter,
+    profile: Profile,
+    kube_env: KubeEnv,
+    kube_namespace: str,
+    s3_chain: S3Env,
+    tmp_path: Path,
+) -> None:
+    path, prefix = write_job(tmp_path, kube_namespace, s3_chain.bucket)
+    profile.job = path
+    pre = preflight_profile(profile)  # the validated config and what RLinf would print
+    assert pre.job is not None and pre.validated is not None and pre.rlinf is not None
+    job, manifest = pre.job, manifest_of(pre.job)
+    pod_name = f"{job.name}-worker-0"
+    log_file = kube_env.pod_log_file(kube_namespace, pod_name)  # kwok serves it as the Pod log
+    thread, out = run_in_thread(
+        lambda: confirm_running(
+            adapter, job, manifest, profile, validated_config=pre.validated.config.resolved()
+        )
+    )
+    core = kube_env.core()
+    pod = wait_for(
+        "the Worker Pod started",
+        lambda: next((p for p in job_pods(kube_env, kube_namespace, job.name)
+                      if p.status.phase in STARTED), None),
+    )  # fmt: skip
+    assert pod.metadata.name == pod_name and pod.spec.node_name == NODE
+    # STAND-IN for the Worker (no container runs under kwok): its checkpoint, then its log.
+    # RLinf saves global_step_1 under <log_path>/<experiment>/checkpoints in the mount ...
+    key = (
+        f"{prefix}/logs/smoke_ppo_mlp/checkpoints/global_step_1/actor/model_state_dict/"
+        "full_weights.safetensors"
+    )
+    s3_chain.client().upload_fileobj(io.BytesIO(safetensors_bytes()), s3_chain.bucket, key)
+    # ... and its log: Ray's start-up line, the resolved config as RLinf prints it at
+    # start-up, then its progress bar.
+    printed = json.dumps(pre.rlinf.config.resolved(), indent=2).splitlines()
+    kube_env.write_log(log_file, [*RAY_START, *printed, PROGRESS])
+    thread.join(TIMEOUT)
+    assert not thread.is_alive()
+    rec = out["rec"]
+    for check in ("6.1", "6.2", "6.3", "1.1", "1.2", "6.4", "6.5"):
+        assert rec.status(check) == "passed", (check, rec.phases[check].message)
+    assert rec.phases["6.2"].message == f"one Pod, {pod_name}, on node {NODE}"
+    assert rec.log[: len(RAY_START)] == RAY_START and rec.log[-1] == PROGRESS
+    assert rec.checkpoint_after_delete is not None and rec.checkpoint_after_delete.ok
+    assert any(e.reason == "Scheduled" and NODE in e.message for e in rec.events)
+    assert job_pods(kube_env, kube_namespace, job.name) == []  # delete() waited for it
+    assert not core.list_namespaced_pod(kube_namespace).items
+
+
+def test_too_many_gpus_fails_6_2_at_once_with_the_schedulers_reason(
+    adapter: KubernetesAdapter,
+    profile: Profile,
+    kube_namespace: str,
+    s3_chain: S3Env,
+    tmp_path: Path,
+) -> None:
+    path, _ = write_job(tmp_path, kube_namespace, s3_chain.bucket, gpus=16)
+    job, manifest = load_job(path)
+    rec = confirm_running(adapter, job, manifest, profile)
+    assert rec.status("6.1") == "passed"
+    assert rec.status("6.2") == "failed"
+    msg = rec.phases["6.2"].message
+    # From the Pod's PodScheduled condition, in the real scheduler's words, not a timeout.
+    assert "Unschedulable" in msg and "Insufficient nvidia.com/gpu" in msg, msg
+    assert "timeouts." not in msg
+    assert any(e.reason == "FailedScheduling" for e in rec.events)
+    assert rec.status("6.3") == "skipped"
+
+
+def test_an_image_that_cannot_be_pulled_fails_6_2(
+    adapter: KubernetesAdapter,
+    profile: Profile,
+    kube_env: KubeEnv,
+    kube_namespace: str,
+    s3_chain: S3Env,
+    tmp_path: Path,
+) -> None:
+    image = kube_env.bad_image()
+    path, _ = write_job(tmp_path, kube_namespace, s3_chain.bucket, image=image)
+    job, manifest = load_job(path)
+    rec = confirm_running(adapter, job, manifest, profile)
+    msg = rec.phases["6.2"].message
+    assert rec.status("6.2") == "failed"
+    assert "ErrImagePull" in msg or "ImagePullBackOff" in msg, msg
+    assert "timeouts." not in msg
+
+
+def test_an_invalid_name_is_refused_by_the_api_server(
+    adapter: KubernetesAdapter, kube_namespace: str, s3_chain: S3Env, tmp_path: Path
+) -> None:
+    path, _ = write_job(tmp_path, kube_namespace, s3_chain.bucket, name="RLinf-Maniskill")
+    job, manifest = load_job(path)
+    with pytest.raises(SubmitRejected) as info:
+        adapter.submit(job, manifest)
+    assert "metadata.name" in str(info.value) and "RLinf-Maniskill" in str(info.value)
+    assert adapter.list_jobs(kube_namespace) == []
+
+
+# --- the protocol's reads ------------------------------------------------------------------------
+def test_reads_map_the_cluster_and_a_late_observer_sees_everything(
+    adapter: KubernetesAdapter,
+    profile: Profile,
+    kube_env: KubeEnv,
+    kube_namespace: str,
+    s3_chain: S3Env,
+    tmp_path: Path,
+) -> None:
+    nodes = {n.name: n for n in adapter.node_inventory()}
+    assert {k: n.gpus for k, n in nodes.items()} == {
+        "gpu-node-07": 8,
+        "gpu-node-08": 8,
+        "cpu-node-01": 0,
+    }
+    assert nodes[NODE].labels["rlark.io/pool"] == "gpu-a" and nodes[NODE].ready
+    assert adapter.clusters() == [RLARK_CLUSTER]
+
+    path, _ = write_job(tmp_path, kube_namespace, s3_chain.bucket)
+    job, manifest = load_job(path)
+    pod_name = f"{job.name}-worker-0"
+    log_file = kube_env.pod_log_file(kube_namespace, pod_name)
+    ref = adapter.submit(job, manifest)
+    assert ref == JobRef(job.name, kube_namespace, ref.uid) and ref.uid
+    assert adapter.list_jobs(kube_namespace) == [job.name]
+    obs = adapter.observe(ref)
+    started = next_until(obs, lambda h: h.pod is not None and h.pod.phase in STARTED)
+    assert started.pod is not None and started.pod.node == NODE
+    kube_env.write_log(log_file, ["first line", "second line"])  # stand-in Worker output
+    assert next_until(obs, lambda h: h.kind == "log").line == "first line"
+    assert next_until(obs, lambda h: h.kind == "log").line == "second line"
+
+    [pod] = adapter.pods(ref)
+    assert (pod.name, pod.node, pod.restarts) == (pod_name, NODE, 0)
+    assert (pod.phase, pod.reason, pod.exit_code) == ("Running", None, None)
+    assert pod.labels[JOB_NAME_LABEL] == job.name and pod.labels[ROLE_LABEL] == "worker"
+    # The scheduler records its event asynchronously: wait for it, bounded.
+    scheduled = wait_for(
+        "the Scheduled event",
+        lambda: [e for e in adapter.events(ref) if e.reason == "Scheduled"],
+        10,
+    )
+    assert scheduled[0].involved == f"pod/{pod_name}"
+    assert scheduled[0].source == "default-scheduler" and NODE in scheduled[0].message
+    assert adapter.logs(ref, pod_name) == "first line\nsecond line\n"
+
+    # Started late: the current Pod state, then the log from its start, then what follows.
+    late = adapter.observe(ref)
+    assert next_until(late, lambda h: h.kind == "pod").pod == pod
+    assert next_until(late, lambda h: h.kind == "log").line == "first line"
+    assert next_until(late, lambda h: h.kind == "log").line == "second line"
+    kube_env.write_log(log_file, ["third line"])
+    assert next_until(late, lambda h: h.kind == "log").line == "third line"
+    assert next_until(obs, lambda h: h.kind == "log").line == "third line"
+
+    adapter.close()  # removes the Job it created, and waits for its Pod to be gone
+    assert job_pods(kube_env, kube_namespace, job.name) == []
+    wait_for("the Job CR gone", lambda: job.name not in adapter.list_jobs(kube_namespace), 20)
+    wait_for("the observers' threads stopped", lambda: not observer_threads(job.name), 5)
+
+
+def test_store_for_reads_object_storage_and_host_paths(
+    adapter: KubernetesAdapter, kube_namespace: str, s3_chain: S3Env, tmp_path: Path
+) -> None:
+    path, prefix = write_job(tmp_path, kube_namespace, s3_chain.bucket)
+    job, _ = load_job(path)
+    ckpt = job.roles[0].mounts[0]
+    store = adapter.store_for(job, ckpt)
+    assert isinstance(store, S3Store) and store.describe() == f"s3://{s3_chain.bucket}/{prefix}"
+    s3_chain.client().put_object(Bucket=s3_chain.bucket, Key=f"{prefix}/x.txt", Body=b"abc")
+    assert store.read("x.txt") == b"abc"
+    # A hostPath is the node's directory, read here (kwok's nodes are this machine).
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "y.txt").write_text("node file")
+    host = dataclasses.replace(ckpt, type="hostPath", host_path=str(tmp_path / "data"), bucket=None)
+    files = adapter.store_for(job, host)
+    assert isinstance(files, FileStore) and files.read("y.txt") == b"node file"
+    for unreadable in (
+        dataclasses.replace(ckpt, type="pvc", claim_name="models", bucket=None),
+        dataclasses.replace(host, host_path="relative/dir"),
+    ):
+        with pytest.raises(KubernetesAdapterError):
+            adapter.store_for(job, unreadable)
+
+
+def observer_threads(job: str) -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("k8s-") and t.name.endswith(job)]
+
+
+CHILD = textwrap.dedent("""
+    import sys, time
+    from rlark_acceptance.run.acceptance import manifest_of
+    from rlark_acceptance.adapters import open_adapter
+    from rlark_acceptance.model.job import read_job
+    from rlark_acceptance.model.profile import Target, load_profile
+
+    profile_path, kubeconfig, namespace, job_path = sys.argv[1:]
+    profile = load_profile(profile_path)
+    profile.target = Target(adapter="kubernetes", kubeconfig=kubeconfig, namespace=namespace)
+    adapter = open_adapter(profile)
+    job = read_job(job_path)
+    ref = adapter.submit(job, manifest_of(job))
+    adapter.observe(ref)
+    print("READY", ref.name, flush=True)
+    time.sleep(300)
+    """)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_interrupt_deletes_what_the_adapter_created(
+    platform: PlatformDouble,
+    kube_env: KubeEnv,
+    kube_namespace: str,
+    s3_env: S3Env,
+    tmp_path: Path,
+    sig: signal.Signals,
+) -> None:
+    path, _ = write_job(tmp_path, kube_namespace, s3_env.bucket)
+    argv = [str(PROFILE), str(kube_env.kubeconfig), kube_namespace, str(path)]
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert child.stdout is not None
+        ready = child.stdout.readline().split()
+        assert ready[:1] == ["READY"], [*ready, child.stdout.read()[-2000:]]
+        name = ready[1]
+        wait_for("the Worker Pod", lambda: job_pods(kube_env, kube_namespace, name))
+        child.send_signal(sig)
+        out, _ = child.communicate(timeout=30)
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+    # The cleanup ran, then the previous handler: SIGTERM's default action, or Python's
+    # KeyboardInterrupt, which ends the interpreter by the same signal.
+    assert child.returncode == -sig, out
+    assert job_pods(kube_env, kube_namespace, name) == []
+    jobs = kube_env.custom().list_namespaced_custom_object(
+        "rlark.io", "v1alpha1", kube_namespace, "jobs"
+    )
+    assert all(j["metadata"].get("deletionTimestamp") for j in jobs["items"])  # going or gone
+
+
+def test_standard_loading_rules_find_the_cluster(
+    kube_env: KubeEnv, profile: Profile, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KUBECONFIG", str(kube_env.kubeconfig))
+    profile.target = Target(adapter="kubernetes", namespace=profile.target.namespace)
+    ad = KubernetesAdapter(profile, install_signal_handlers=False)
+    try:
+        contexts = yaml.safe_load(kube_env.kubeconfig.read_text())["contexts"]
+        assert ad.clusters() == [contexts[0]["context"]["cluster"]]
+        assert len(ad.node_inventory()) == 3
+    finally:
+        ad.close()
+
+
+def test_pod_status_maps_a_crash_loop_with_its_last_exit_code() -> None:
+    pod = {
+        "metadata": {"name": "w-0", "labels": {ROLE_LABEL: "worker"}},
+        "spec": {"nodeName": NODE},
+        "status": {
+            "phase": "Running",
+            "conditions": [{"type": "PodScheduled", "status": "True"}],
+            "containerStatuses": [
+                {
+                    "restartCount": 3,
+                    "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 40s"}},
+                    "lastState": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}},
+                }
+            ],
+        },
+    }
+    st = pod_status(pod)
+    assert (st.reason, st.exit_code, st.restarts, st.node) == ("CrashLoopBackOff", 137, 3, NODE)
+
+
+# --- the stream helpers' failure handling, with a scripted API ----------------------------------
+class FakeResponse:
+    def __init__(self, body: bytes) -> None:
+        self.data = body
+
+    def stream(self, amt: Any = None, decode_content: bool = False) -> Iterator[bytes]:
+        yield self.data
+
+    def release_conn(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def shutdown(self) -> None: ...
+
+
+def test_a_410_gone_watch_lists_again_and_replays() -> None:
+    pod = {"metadata": {"name": "w-0", "resourceVersion": "7"}}
+    calls: list[dict[str, Any]] = []
+    stopper = Stopper()
+
+    def list_pods(ns: str, **kw: Any) -> FakeResponse:
+        calls.append(kw)
+        if not kw.get("watch"):
+            return FakeResponse(
+                json.dumps({"metadata": {"resourceVersion": "5"}, "items": [pod]}).encode()
+            )
+        if len([c for c in calls if c.get("watch")]) == 1:
+            gone = {
+                "type": "ERROR",
+                "object": {"kind": "Status", "code": 410, "message": "too old"},
+            }
+            return FakeResponse(json.dumps(gone).encode() + b"\n")
+        added = {"type": "ADDED", "object": {"metadata": {"name": "w-1", "resourceVersion": "9"}}}
+        return FakeResponse(json.dumps(added).encode() + b"\n")
+
+    seen: list[tuple[str, str]] = []
+
+    def on_item(kind: str, obj: dict[str, Any]) -> None:
+        seen.append((kind, obj["metadata"]["name"]))
+        if kind == "ADDED":
+            stopper.stop()
+
+    list_then_watch(list_pods, ("ns",), on_item, stopper, label_selector="a=b")
+    assert seen == [("SYNC", "w-0"), ("SYNC", "w-0"), ("ADDED", "w-1")]
+    watches = [c for c in calls if c.get("watch")]
+    assert [c["resource_version"] for c in watches] == ["5", "5"]
+    assert all(c["label_selector"] == "a=b" for c in calls)
+
+
+@pytest.mark.parametrize(
+    ("error", "attempts"),
+    [
+        (ApiException(status=503), MAX_ATTEMPTS),
+        (ApiException(status=429), MAX_ATTEMPTS),
+        (urllib3.exceptions.ProtocolError("Connection reset by peer"), MAX_ATTEMPTS),
+        (ApiException(status=403), 1),
+        (ApiException(status=404), 1),
+    ],
+)
+def test_only_transient_errors_are_retried_and_boundedly(
+    error: Exception, attempts: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("tenacity.nap.time.sleep", lambda _s: None)  # the backoff, not its wait
+    tries = 0
+
+    def failing() -> None:
+        nonlocal tries
+        tries += 1
+        raise error
+
+    with pytest.raises(type(error)):
+        call(failing)
+    assert tries == attempts
+
+
+def test_broken_streams_are_opened_again_without_repeating_lines(
+    adapter: KubernetesAdapter,
+    kube_env: KubeEnv,
+    kube_namespace: str,
+    s3_chain: S3Env,
+    tmp_path: Path,
+) -> None:
+    path, _ = write_job(tmp_path, kube_namespace, s3_chain.bucket)
+    job, manifest = load_job(path)
+    log_file = kube_env.pod_log_file(kube_namespace, f"{job.name}-worker-0")
+    ref = adapter.submit(job, manifest)
+    obs = adapter.observe(ref)
+    next_until(obs, lambda h: h.pod is not None and h.pod.phase in STARTED)
+    kube_env.write_log(log_file, ["before the break"])  # stand-in Worker output
+    assert next_until(obs, lambda h: h.kind == "log").line == "before the break"
+    # Cut every stream the observation holds open (Pod watch, Event watch, followed log)
+    # as a connection reset would, without stopping it.
+    [stopper] = adapter._stoppers[(ref.namespace, ref.name)]
+    # The three open each in their own thread: wait until all are (bounded).
+    streams = wait_for(
+        "the Pod watch, the Event watch and the log open",
+        lambda: list(stopper._open) if len(stopper._open) == 3 else None,
+        10,
+    )
+    for resp in streams:
+        resp.shutdown()
+    wait_for("the streams opened again", lambda: len(stopper._open - set(streams)) == 3, 10)
+    kube_env.write_log(log_file, ["after the break"])
+    after = next_until(obs, lambda h: h.kind == "log")
+    assert after.line == "after the break"  # the log was read again, the first line skipped
+    failed = [h.event for h in obs.drain() if h.event and h.event.reason == "ObserveFailed"]
+    assert not failed, failed
+    adapter.delete(ref)
+    assert job_pods(kube_env, kube_namespace, job.name) == []
+    wait_for("the observers' threads stopped", lambda: not observer_threads(job.name), 5)

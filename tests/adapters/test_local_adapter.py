@@ -1,0 +1,579 @@
+"""The local adapter end to end: real Worker processes, a real Ray head, a real S3 server.
+
+Every Worker here is a real local Pod (mount + PID namespaces, s3fs for object storage);
+the S3 server is testenv's (``-p fixtures.testenv``). Credentials reach the adapter only
+through the standard AWS environment variables, as in a real run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from rlark_acceptance.adapters import Happening, JobRef, Observation, PodStatus, open_adapter
+from rlark_acceptance.adapters.local.adapter import POD_MARKER_ENV, LocalAdapter
+from rlark_acceptance.model.job import JOB_NAME_LABEL, ROLE_LABEL, Job, read_job
+from rlark_acceptance.model.profile import Profile, load_profile
+from rlark_acceptance.storage import S3Store, verify_checkpoints
+
+pytestmark = pytest.mark.cluster  # needs testenv's S3 server; fails (never skips) without it
+
+REPO = Path(__file__).resolve().parents[2]
+PROFILE = REPO / "profiles" / "local.yaml"
+RUN_TIMEOUT = 120.0
+RAY_STARTED = "Ray runtime started"
+
+
+# --- fixtures ------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def profile() -> Profile:
+    return load_profile(PROFILE)
+
+
+@pytest.fixture
+def adapter(profile: Profile, s3_chain: Any, tmp_path: Path) -> Iterator[LocalAdapter]:
+    ad = open_adapter(profile, scratch_root=str(tmp_path / "pods"))
+    assert isinstance(ad, LocalAdapter)
+    try:
+        yield ad
+    finally:
+        ad.close()
+
+
+# --- helpers -------------------------------------------------------------------------------
+@dataclass
+class Trace:
+    """What one observation stream delivered, in order."""
+
+    pods: list[PodStatus] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
+    line_at: list[float] = field(default_factory=list)  # monotonic arrival of each line
+    events: list[str] = field(default_factory=list)  # "Reason: message"
+    phase_at: dict[str, float] = field(default_factory=dict)
+    ended: bool = False
+
+    def add(self, h: Happening) -> None:
+        if h.kind == "pod" and h.pod is not None:
+            self.pods.append(h.pod)
+            self.phase_at.setdefault(h.pod.phase, h.at)
+        elif h.kind == "log" and h.line is not None:
+            self.lines.append(h.line)
+            self.line_at.append(h.at)
+        elif h.kind == "event" and h.event is not None:
+            self.events.append(f"{h.event.reason}: {h.event.message}")
+        elif h.kind == "end":
+            self.ended = True
+
+    @property
+    def last(self) -> PodStatus:
+        return self.pods[-1]
+
+    def index(self, pattern: str) -> int:
+        rx = re.compile(pattern)
+        return next(i for i, line in enumerate(self.lines) if rx.search(line))
+
+    def log(self) -> str:
+        return "\n".join(self.lines)
+
+
+def watch(obs: Observation, until: Any, timeout: float = RUN_TIMEOUT) -> Trace:
+    """Read the stream until ``until(trace)`` holds; fail with the log tail on timeout."""
+    trace = Trace()
+    deadline = time.monotonic() + timeout
+    while not until(trace):
+        h = obs.next(deadline - time.monotonic())
+        if h is None:
+            pytest.fail(f"timed out; pods {trace.pods[-1:]}, log tail:\n{trace.log()[-3000:]}")
+        trace.add(h)
+    return trace
+
+
+def terminal(t: Trace) -> bool:
+    """The Pod is Succeeded/Failed and its log stream has ended."""
+    return bool(t.pods) and t.last.terminal and t.ended
+
+
+def write_job(
+    folder: Path,
+    name: str,
+    run_script: str,
+    *,
+    prepare: str = "export PYTHONUNBUFFERED=1\n",
+    selector: dict[str, str] | None = None,
+    gpus: int = 1,
+    mounts: list[dict[str, Any]] | None = None,
+) -> tuple[Job, str]:
+    """A Job YAML of CONTRACT §1 in ``folder`` (relative hostPaths resolve against it)."""
+    body = {
+        "apiVersion": "rlark.io/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": "rlinf-acceptance"},
+        "spec": {
+            "taskType": "custom",
+            "headRole": "worker",
+            "crossClusterNetwork": "none",
+            "runScript": run_script,
+            "roles": [
+                {
+                    "name": "worker",
+                    "header": True,
+                    "replicas": 1,
+                    "cluster": "local",
+                    "nodeSelector": selector or {"kubernetes.io/hostname": "local-node"},
+                    "gpus": gpus,
+                    "image": "rlark-acceptance/smoke:0.1.0",
+                    "prepareScript": prepare,
+                    "env": [{"name": "RLARK_TEST_VAR", "value": "from-role"}],
+                    "mounts": mounts or [],
+                    "resources": {},
+                }
+            ],
+        },
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.yaml"
+    text = yaml.safe_dump(body, sort_keys=False)
+    path.write_text(text)
+    return read_job(str(path)), text
+
+
+def marker_pids(uid: str) -> list[int]:
+    """Processes of this machine that belong to the local Pod(s) of Job ``uid``."""
+    needle = f"{POD_MARKER_ENV}={uid}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if needle in (entry / "environ").read_bytes().split(b"\0"):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def clear_prefix(store: S3Store) -> None:
+    for obj in store.list():
+        store.client.delete_object(Bucket=store.bucket, Key=store._full(obj.key))
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:6]}"
+
+
+# --- the happy path with the embedded default target ---------------------------------------
+@dataclass
+class HappyRun:
+    ref: JobRef
+    job: Job
+    trace: Trace
+    replay: Trace
+    listed: list[str]
+    pods: list[PodStatus]
+    logs: str
+    events: list[str]
+    workspace_seen: bool
+    scratch: Path
+    store: S3Store
+    submit_s: float
+    running_s: float
+    ray_s: float
+    total_s: float
+    delete_s: float
+    leftovers: list[int]
+    listed_after: list[str]
+
+
+@pytest.fixture(scope="module")
+def happy(profile: Profile, s3_chain: Any, tmp_path_factory: pytest.TempPathFactory) -> HappyRun:
+    assert profile.job is not None
+    job = read_job(str(profile.job))
+    manifest = profile.job.read_text()
+    ad = open_adapter(profile, scratch_root=str(tmp_path_factory.mktemp("happy")))
+    assert isinstance(ad, LocalAdapter)
+    try:
+        ckpt = next(m for m in job.roles[0].mounts if m.name == "ckpt")
+        store = ad.store_for(job, ckpt)
+        assert isinstance(store, S3Store)
+        clear_prefix(store)  # what is there afterwards was written by this run
+        t0 = time.monotonic()
+        ref = ad.submit(job, manifest)
+        submit_s = time.monotonic() - t0
+        listed = ad.list_jobs(job.namespace or "")
+        trace = watch(ad.observe(ref), terminal)
+        pod = trace.last.name
+        scratch = ad.pod_dir(ref, pod)
+        assert scratch is not None
+        workspace_seen = (scratch / "workspace" / "smoke").is_dir()
+        replay = watch(ad.observe(ref), terminal, timeout=5)  # a late observer gets it all
+        logs, events = ad.logs(ref, pod), [f"{e.reason}: {e.message}" for e in ad.events(ref)]
+        pods = ad.pods(ref)
+        t1 = time.monotonic()
+        ad.delete(ref)
+        delete_s = time.monotonic() - t1
+        ray_at = trace.line_at[trace.index(RAY_STARTED)]
+        run = HappyRun(
+            ref,
+            job,
+            trace,
+            replay,
+            listed,
+            pods,
+            logs,
+            events,
+            workspace_seen,
+            scratch,
+            store,
+            submit_s,
+            running_s=trace.phase_at["Running"] - t0,
+            ray_s=ray_at - trace.phase_at["Running"],
+            total_s=trace.phase_at[trace.last.phase] - t0,
+            delete_s=delete_s,
+            leftovers=marker_pids(ref.uid or "?"),
+            listed_after=ad.list_jobs(job.namespace or ""),
+        )
+        print(
+            f"\nlocal happy path: submit {run.submit_s:.2f}s, Running after {run.running_s:.2f}s, "
+            f"Ray head {run.ray_s:.1f}s, terminal after {run.total_s:.1f}s, delete {delete_s:.2f}s"
+        )
+        return run
+    finally:
+        ad.close()
+
+
+def test_job_is_listed_with_one_labelled_pod_on_the_node(happy: HappyRun) -> None:
+    assert happy.job.name in happy.listed  # 6.1
+    assert happy.job.name not in happy.listed_after
+    assert len(happy.pods) == 1  # 6.2
+    pod = happy.pods[0]
+    assert pod.name == f"{happy.job.name}-worker-0"
+    assert pod.node == "local-node"
+    assert pod.labels == {JOB_NAME_LABEL: happy.job.name, ROLE_LABEL: "worker"}
+    assert any(e.startswith("Scheduled: Successfully assigned") for e in happy.events)
+
+
+def test_phases_go_pending_running_succeeded(happy: HappyRun) -> None:
+    phases = [p.phase for p in happy.trace.pods]
+    assert phases[0] == "Pending" and phases[-1] == "Succeeded"
+    assert "Running" in phases
+    assert phases.index("Running") < len(phases) - 1
+    assert happy.trace.last.reason == "Completed" and happy.trace.last.exit_code == 0
+    # Running comes before the first line the Worker printed.
+    assert happy.trace.phase_at["Running"] <= happy.trace.line_at[0]
+
+
+def test_log_shows_ray_then_config_then_progress(happy: HappyRun, profile: Profile) -> None:
+    t = happy.trace
+    ray_at = t.index(RAY_STARTED)  # 6.3
+    start, end = t.lines.index("{"), t.lines.index("}")
+    config = json.loads("\n".join(t.lines[start : end + 1]))
+    assert config["cluster"]["num_nodes"] == 1  # 1.1, from what the run printed
+    assert config["runner"]["logger"]["log_path"] == "/mnt/ckpt/logs"
+    first_signal = t.index(str(profile.run_info.first_signal))  # 6.4
+    assert ray_at < start < first_signal
+    assert len([line for line in t.lines if line.startswith("Global Step:")]) == 5
+    assert t.lines[-1] == "Smoke training finished."
+
+
+def test_logs_and_late_observers_see_the_same_stream(happy: HappyRun) -> None:
+    assert happy.logs == happy.trace.log() + "\n"
+    assert happy.replay.lines == happy.trace.lines
+    assert [p.phase for p in happy.replay.pods] == [p.phase for p in happy.trace.pods]
+
+
+def test_checkpoints_are_in_the_bucket_after_the_pod_is_gone(happy: HappyRun) -> None:
+    report = verify_checkpoints(happy.store, "logs/smoke_ppo_mlp/checkpoints", all_steps=True)
+    assert report.ok, report.problems  # 6.5
+    assert report.steps == [2, 4, 5]
+    keys = {o.key for o in happy.store.list("logs/tensorboard/")}
+    assert any("events.out.tfevents" in k for k in keys)
+
+
+def test_delete_removes_every_process_and_the_scratch(happy: HappyRun) -> None:
+    assert happy.workspace_seen  # the image's /workspace/smoke existed while the Pod ran
+    assert not happy.scratch.exists()
+    assert happy.leftovers == []
+
+
+# --- failures ------------------------------------------------------------------------------
+def test_failing_prepare_script_fails_the_pod_without_ray(
+    adapter: LocalAdapter, tmp_path: Path
+) -> None:
+    job, text = write_job(
+        tmp_path,
+        unique("prep-fail"),
+        "echo run-script-ran\n",
+        prepare="echo preparing\nexit 3\necho not-reached\n",
+    )
+    ref = adapter.submit(job, text)
+    t = watch(adapter.observe(ref), terminal)
+    assert (t.last.phase, t.last.reason, t.last.exit_code) == ("Failed", "Error", 3)
+    assert t.lines == ["preparing"]  # neither Ray nor the run script started
+    assert "Running" in [p.phase for p in t.pods]
+
+
+def test_run_script_crash_fails_the_pod_and_lines_arrive_at_once(
+    adapter: LocalAdapter, tmp_path: Path
+) -> None:
+    script = textwrap.dedent("""\
+        for i in 1 2 3; do echo "tick $(date +%s.%N)"; sleep 0.2; done
+        python -c 'import sys; print("about to crash", flush=True); sys.exit(7)'
+        """)
+    job, text = write_job(tmp_path, unique("crash"), script)
+    ref = adapter.submit(job, text)
+    t = watch(adapter.observe(ref), terminal)
+    assert (t.last.phase, t.last.reason, t.last.exit_code) == ("Failed", "Error", 7)
+    assert t.index(RAY_STARTED) < t.index("^tick ") < t.index("about to crash")
+    # Each line reaches the observer right after it is printed (not at the end).
+    offset = time.time() - time.monotonic()
+    lags = [
+        t.line_at[i] + offset - float(line.split()[1])
+        for i, line in enumerate(t.lines)
+        if line.startswith("tick ")
+    ]
+    print(f"\nlog line lag (print to observer): max {max(lags) * 1000:.0f} ms")
+    assert len(lags) == 3 and max(lags) < 0.5, lags
+
+
+def test_pod_filesystem_mounts_and_environment(
+    adapter: LocalAdapter, tmp_path: Path, s3_chain: Any
+) -> None:
+    shared = tmp_path / "jobdir" / "shared"
+    ro = tmp_path / "jobdir" / "ro-data"
+    shared.mkdir(parents=True)
+    ro.mkdir(parents=True)
+    (ro / "input.txt").write_text("dataset\n")
+    prefix = unique("acceptance/local-mounts")
+    script = textwrap.dedent("""\
+        echo "var=$RLARK_TEST_VAR aws=$(env | grep -c '^AWS_')"
+        cat /mnt/ro/input.txt
+        touch /mnt/ro/nope 2>/dev/null && echo ro-writable || echo ro-refused
+        echo hello > /mnt/shared/out.txt
+        mkdir -p /mnt/ckpt/sub && echo object > /mnt/ckpt/sub/obj.txt
+        echo lost > /workspace/lost.txt
+        echo "procs=$(ls /proc | grep -c '^[0-9]')"
+        """)
+    job, text = write_job(
+        tmp_path / "jobdir",
+        unique("mounts"),
+        script,
+        mounts=[
+            {
+                "name": "ckpt",
+                "type": "objectStorage",
+                "bucket": s3_chain.bucket,
+                "prefix": prefix,
+                "containerPath": "/mnt/ckpt",
+            },
+            {
+                "name": "shared",
+                "type": "hostPath",
+                "hostPath": "shared",
+                "containerPath": "/mnt/shared",
+            },
+            {
+                "name": "ro",
+                "type": "hostPath",
+                "hostPath": "ro-data",
+                "containerPath": "/mnt/ro",
+                "readOnly": True,
+            },
+        ],
+    )
+    ref = adapter.submit(job, text)
+    t = watch(adapter.observe(ref), terminal)
+    assert t.last.phase == "Succeeded", t.log()[-2000:]
+    assert "var=from-role aws=0" in t.lines  # role env exported; no S3 keys in the Pod
+    assert "dataset" in t.lines and "ro-refused" in t.lines
+    procs = int(next(line for line in t.lines if line.startswith("procs=")).split("=")[1])
+    assert procs < 40  # its own PID namespace: the Pod's processes only, not the machine's
+    scratch = adapter.pod_dir(ref, t.last.name)
+    assert scratch is not None and (scratch / "workspace" / "lost.txt").is_file()
+    # s3fs's passwd file is gone once the volume is up; the spec never held the keys.
+    assert list((scratch / "secret").iterdir()) == []
+    assert s3_chain.access_key not in (scratch / "spec.json").read_text()
+    adapter.delete(ref)
+    assert (shared / "out.txt").read_text() == "hello\n"  # hostPath: on the host
+    assert not (ro / "nope").exists()
+    assert not scratch.exists()  # /workspace content is gone with the Pod
+    assert not Path("/workspace/lost.txt").exists() and not Path("/mnt/ckpt").exists()
+    ckpt = next(m for m in job.roles[0].mounts if m.name == "ckpt")
+    store = adapter.store_for(job, ckpt)
+    assert store.read("sub/obj.txt") == b"object\n"
+    assert s3_chain.secret_key not in t.log() and s3_chain.access_key not in t.log()
+    clear_prefix(store)  # type: ignore[arg-type]
+
+
+def test_missing_host_path_keeps_the_pod_from_starting(
+    adapter: LocalAdapter, tmp_path: Path
+) -> None:
+    job, text = write_job(
+        tmp_path,
+        unique("nomount"),
+        "echo never\n",
+        mounts=[
+            {"name": "data", "type": "hostPath", "hostPath": "absent", "containerPath": "/mnt/data"}
+        ],
+    )
+    ref = adapter.submit(job, text)
+    t = watch(
+        adapter.observe(ref), lambda t: bool(t.pods) and t.last.reason is not None and t.ended
+    )
+    assert (t.last.phase, t.last.reason) == ("Pending", "CreateContainerError")
+    assert 'volume "data"' in (t.last.message or "")
+    assert any(
+        e.startswith('FailedMount: MountVolume.SetUp failed for volume "data"') for e in t.events
+    )
+    assert t.lines == [] and "Running" not in [p.phase for p in t.pods]
+
+
+# --- scheduling ------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("selector", "gpus", "message"),
+    [
+        (
+            {"kubernetes.io/hostname": "gpu-node-07"},
+            1,
+            "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector.",
+        ),
+        (
+            {"kubernetes.io/hostname": "local-node"},
+            3,
+            "0/1 nodes are available: 1 Insufficient nvidia.com/gpu.",
+        ),
+    ],
+    ids=["selector-mismatch", "gpus-over-capacity"],
+)
+def test_unschedulable_pod_stays_pending(
+    adapter: LocalAdapter, tmp_path: Path, selector: dict[str, str], gpus: int, message: str
+) -> None:
+    job, text = write_job(tmp_path, unique("unsched"), "echo never\n", selector=selector, gpus=gpus)
+    ref = adapter.submit(job, text)
+    t = watch(adapter.observe(ref), lambda t: bool(t.pods) and bool(t.events), timeout=5)
+    pod = t.last
+    assert (pod.phase, pod.reason, pod.message, pod.node) == (
+        "Pending",
+        "Unschedulable",
+        message,
+        None,
+    )
+    assert t.events == [f"FailedScheduling: {message}"]
+    assert adapter.pods(ref)[0].reason == "Unschedulable"
+    assert adapter.pod_dir(ref, pod.name) is None  # no Worker was created
+    assert not (tmp_path / "pods").exists() or not any((tmp_path / "pods").iterdir())
+
+
+def test_new_adapter_sweeps_scratch_left_by_a_dead_adapter(
+    profile: Profile, tmp_path: Path
+) -> None:
+    import fcntl
+
+    root = tmp_path / "pods"
+    dead, alive = root / "dead-pod-x", root / "alive-pod-y"
+    for d in (dead / "workspace", alive / "workspace"):
+        d.mkdir(parents=True)
+    (dead / ".owner.lock").touch()  # its owner is gone: nobody holds the lock
+    fd = os.open(alive / ".owner.lock", os.O_CREAT | os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # a live adapter's Pod
+        LocalAdapter(profile, scratch_root=str(root), install_signal_handlers=False).close()
+        assert not dead.exists() and alive.is_dir()
+    finally:
+        os.close(fd)
+
+
+def test_node_inventory_and_clusters(adapter: LocalAdapter) -> None:
+    [node] = adapter.node_inventory()
+    assert (node.name, node.gpus) == ("local-node", 2)
+    assert node.labels["rlark.io/pool"] == "local"
+    assert adapter.clusters() == ["local"]
+
+
+# --- interrupt -------------------------------------------------------------------------------
+CHILD = textwrap.dedent("""\
+    import sys, time
+    from pathlib import Path
+    from rlark_acceptance.adapters import open_adapter
+    from rlark_acceptance.model.job import read_job
+    from rlark_acceptance.model.profile import load_profile
+
+    profile_path, job_path, scratch_root = sys.argv[1:4]
+    adapter = open_adapter(load_profile(profile_path), scratch_root=scratch_root)
+    job = read_job(job_path)
+    ref = adapter.submit(job, Path(job_path).read_text())
+    obs = adapter.observe(ref)
+    while True:
+        h = obs.next(120)
+        if h is None or (h.kind == "pod" and h.pod.terminal):
+            # Say why, with the Pod's log, so a failure here explains itself.
+            print("UNEXPECTED", h, flush=True)
+            print(adapter.logs(ref, f"{job.name}-worker-0")[-3000:], flush=True)
+            sys.exit(9)
+        if h.kind == "log" and h.line == "sleeping":
+            break
+    print("READY", ref.uid, adapter.pod_dir(ref, f"{job.name}-worker-0"), flush=True)
+    time.sleep(300)
+    """)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_interrupt_stops_and_removes_everything(
+    s3_chain: Any, tmp_path: Path, sig: signal.Signals
+) -> None:
+    prefix = unique("acceptance/local-interrupt")
+    job, _ = write_job(
+        tmp_path,
+        unique("intr"),
+        "echo flushed > /mnt/ckpt/before-interrupt.txt\necho sleeping\nsleep 300\n",
+        mounts=[
+            {
+                "name": "ckpt",
+                "type": "objectStorage",
+                "bucket": s3_chain.bucket,
+                "prefix": prefix,
+                "containerPath": "/mnt/ckpt",
+            }
+        ],
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(PROFILE), job.doc.path, str(tmp_path / "pods")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert child.stdout is not None
+        ready = child.stdout.readline().split()
+        assert ready[:1] == ["READY"], [*ready, child.stdout.read()[-2000:]]
+        uid, scratch = ready[1], Path(ready[2])
+        assert marker_pids(uid) and scratch.is_dir()
+        child.send_signal(sig)
+        out, _ = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+    # The previous handlers ran after the cleanup: SIGTERM's default action, and for SIGINT
+    # Python's KeyboardInterrupt, which ends the interpreter by the same signal.
+    assert child.returncode == -sig, out
+    assert marker_pids(uid) == []
+    assert not scratch.exists()
+    from rlark_acceptance.adapters.local.s3 import client
+
+    store = S3Store(client(), s3_chain.bucket, prefix)
+    assert store.read("before-interrupt.txt") == b"flushed\n"
+    clear_prefix(store)
