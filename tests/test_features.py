@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from gherkin.parser import Parser
@@ -13,11 +14,12 @@ from rlark_acceptance.model.doc_checks import CHECKS
 FEATURES = sorted((Path(__file__).resolve().parent.parent / "features").glob("*.feature"))
 
 
-def parse(path: Path) -> dict:  # type: ignore[type-arg]
-    return Parser().parse(TokenScanner(path.read_text(encoding="utf-8")))
+def parse(path: Path) -> dict[str, Any]:
+    doc: Any = Parser().parse(TokenScanner(path.read_text(encoding="utf-8")))
+    return dict(doc)
 
 
-def scenarios(doc: dict) -> list[tuple[str, set[str]]]:  # type: ignore[type-arg]
+def scenarios(doc: dict[str, Any]) -> list[tuple[str, set[str]]]:
     feature = doc["feature"]
     feature_tags = {t["name"] for t in feature.get("tags", [])}
     out = []

@@ -197,13 +197,13 @@ def test_happy_path_passes_step6_through_the_real_observer(
     profile.job = path
     pre = preflight_profile(profile)  # the validated config and what RLinf would print
     assert pre.job is not None and pre.validated is not None and pre.rlinf is not None
+    assert pre.validated is not None
+    validated = pre.validated.config.resolved()
     job, manifest = pre.job, manifest_of(pre.job)
     pod_name = f"{job.name}-worker-0"
     log_file = kube_env.pod_log_file(kube_namespace, pod_name)  # kwok serves it as the Pod log
     thread, out = run_in_thread(
-        lambda: confirm_running(
-            adapter, job, manifest, profile, validated_config=pre.validated.config.resolved()
-        )
+        lambda: confirm_running(adapter, job, manifest, profile, validated_config=validated)
     )
     core = kube_env.core()
     pod = wait_for(

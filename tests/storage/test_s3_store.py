@@ -86,7 +86,7 @@ class FakeS3:
 @pytest.fixture
 def fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
     for fn in (S3Store._get, S3Store._list_page):
-        monkeypatch.setattr(fn.retry, "wait", wait_none())  # type: ignore[attr-defined]
+        monkeypatch.setattr(fn.retry, "wait", wait_none())
 
 
 @pytest.fixture
