@@ -1,0 +1,73 @@
+"""docs/ says what the code does: the JSON shapes of the contract and the table of checks.
+
+The documented JSON examples are parsed out of docs/contract.md and their keys compared
+with what the command line really prints, so a key added to the code without the docs (or
+the other way round) fails here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+CONTRACT = ROOT / "docs" / "contract.md"
+PROFILE = ROOT / "profiles" / "local.yaml"
+EXAMPLES = ROOT / "tests" / "data" / "rlinf-configs" / "examples"
+
+
+def documented_json() -> list[dict[str, Any]]:
+    blocks = re.findall(r"```json\n(.*?)```", CONTRACT.read_text(encoding="utf-8"), re.S)
+    return [json.loads(b) for b in blocks]
+
+
+def documented(first_key: str) -> dict[str, Any]:
+    found = [d for d in documented_json() if first_key in d]
+    assert len(found) == 1, f"docs/contract.md documents {len(found)} shapes with {first_key!r}"
+    return found[0]
+
+
+def cli(*args: str) -> Any:
+    out = subprocess.run(
+        [sys.executable, "-m", "rlark_acceptance.cli", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode in (0, 1), out.stderr
+    return json.loads(out.stdout)
+
+
+def test_preflight_json_has_the_documented_keys() -> None:
+    doc = documented("findings")
+    real = cli("preflight", "--profile", str(PROFILE), "--json")
+    assert set(real) == set(doc)
+    assert set(real["rlinf"]) == set(doc["rlinf"])
+    # A profile whose Job names a `latest` image has at least one finding to compare.
+    broken = cli(
+        "preflight",
+        "--rlinf-config",
+        str(EXAMPLES / "embodiment/config/maniskill_ppo_openvlaoft.yaml"),
+        "--override",
+        "cluster.num_nodes=2",
+        "--json",
+    )
+    assert broken["findings"], "expected findings for num_nodes=2"
+    for finding in broken["findings"]:
+        assert set(finding) == set(doc["findings"][0])
+
+
+def test_configs_rows_have_the_documented_keys() -> None:
+    text = CONTRACT.read_text(encoding="utf-8")
+    listed = re.search(r'`configs --json` is an array.*?`\{("path"[^}]*)\}`', text, re.S)
+    assert listed, "docs/contract.md does not list the keys of a configs row"
+    keys = {k.strip().strip('"') for k in listed.group(1).split(",")}
+    rows = cli("configs", str(EXAMPLES / "embodiment/config"), "--json")
+    assert rows
+    for row in rows:
+        assert set(row) == keys, row.get("path")
