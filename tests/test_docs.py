@@ -71,3 +71,12 @@ def test_configs_rows_have_the_documented_keys() -> None:
     assert rows
     for row in rows:
         assert set(row) == keys, row.get("path")
+
+
+def test_checks_md_is_what_checkmap_writes() -> None:
+    sys.path.insert(0, str(ROOT / "docs"))
+    import checkmap
+
+    assert (ROOT / "docs" / "checks.md").read_text(encoding="utf-8") == checkmap.render(), (
+        "docs/checks.md is stale: run docs/checkmap.py --write"
+    )
