@@ -17,13 +17,14 @@ Example::
 
 One module per job: ``plugins`` (the detect-secrets wrapper), ``formats`` (the scanner's own
 format rules, URL credentials, base64), ``names`` (secret-looking names, literal values and
-where assignments are), ``scan`` (a text, a value, a YAML tree) and ``redaction``. This module
+where assignments are), ``scan`` (a text, a value, a YAML tree), ``memory`` (the values found
+so far) and ``redaction`` (texts, values, trees). This module
 is the public face.
 """
 
 from rlark_acceptance.preflight.secrets.hits import REDACTED, SecretHit
 from rlark_acceptance.preflight.secrets.names import secret_name_kind
-from rlark_acceptance.preflight.secrets.redaction import redact
+from rlark_acceptance.preflight.secrets.redaction import redact, redact_tree, redact_value
 from rlark_acceptance.preflight.secrets.scan import (
     TreePath,
     dotted,
@@ -38,6 +39,8 @@ __all__ = [
     "TreePath",
     "dotted",
     "redact",
+    "redact_tree",
+    "redact_value",
     "scan_script",
     "scan_tree",
     "scan_value",

@@ -65,6 +65,24 @@ def _url_found(text: str) -> Iterator[Found]:
         yield Found("url-credentials", None, m.start("user"), m.end("pw"), strong=True)
 
 
+# user:password@registry/repository[:tag]: an image reference with credentials (no scheme, so
+# the URL rule misses it). The registry must look like a host (a dot, a port or localhost) and
+# a path must follow, which keeps `repo:tag@sha256:<digest>` and `user@host` out.
+_IMAGE_CREDS = re.compile(
+    r"(?<![\w.\-/:@])(?P<user>[A-Za-z0-9][\w.\-]*):(?P<pw>[^\s/@:'\"`]+)@"
+    r"(?:[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+|[A-Za-z0-9.\-]+:\d+|localhost)/"
+)
+
+
+def _image_found(text: str) -> Iterator[Found]:
+    if "@" not in text:
+        return
+    for m in _IMAGE_CREDS.finditer(text):
+        if not is_literal(m.group("pw")):
+            continue  # user:${REGISTRY_PASSWORD}@registry/...
+        yield Found("registry-credentials", None, m.start("user"), m.end("pw"), strong=True)
+
+
 _B64_BLOB = re.compile(r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/]{40,}={0,2}(?![A-Za-z0-9+/=_\-])")
 
 
@@ -88,4 +106,4 @@ def b64_found(text: str) -> Iterator[Found]:
 
 
 def format_found(text: str) -> list[Found]:
-    return [*plugin_found(text), *_own_found(text), *_url_found(text)]
+    return [*plugin_found(text), *_own_found(text), *_url_found(text), *_image_found(text)]

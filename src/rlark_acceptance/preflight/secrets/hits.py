@@ -36,6 +36,7 @@ KIND_TEXT: dict[str, str] = {
     "jwt": "JSON Web Token",
     "azure-storage-key": "Azure storage / shared access key",
     "url-credentials": "credentials embedded in a URL",
+    "registry-credentials": "credentials embedded in an image reference",
     "auth-header": "literal Authorization header credential",
     "secret-variable": "literal secret value",
 }
@@ -65,7 +66,8 @@ def to_hit(text: str, f: Found) -> SecretHit:
     where = f" in {name}" if name else ""
     advice = (
         "reference a Kubernetes Secret or a mounted file instead"
-        if not f.strong or f.kind in ("cloud-secret-key", "url-credentials", "auth-header")
+        if not f.strong
+        or f.kind in ("cloud-secret-key", "url-credentials", "registry-credentials", "auth-header")
         else "remove it and rotate it"
     )
     description = f"{what}{where} (value withheld); {advice}"

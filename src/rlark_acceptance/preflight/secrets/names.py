@@ -190,7 +190,35 @@ _SSHPASS = re.compile(r"\bsshpass[ \t]+-p[ \t]*(?P<value>[^\s;&|]+)")
 _NETRC = re.compile(r"\blogin\s+\S+\s+(?P<name>password)\s+(?P<value>\S+)")
 
 
+# name=value inside a comma-separated option string (a mount's "vers=4,password=x,ro",
+# "-o user=u,password=x"): the shell rule stops only at blanks, so its value would swallow the
+# options that follow.
+_OPTION_ASSIGN = re.compile(
+    r"(?<![^\s,\"'])(?P<name>[A-Za-z_][\w.\-]*)=(?P<value>[^\s,;&|()<>\"'`\\]+)(?=,|\s|$|[\"'])"
+)
+# A secret-named word followed by a token as a command argument: `echo apikey X`,
+# `login --user u password X`, `tool token X`. Prose ("token budget", "password reset") is
+# not a hit: the value must look generated (8+ characters mixing letters and digits).
+_POSITIONAL = re.compile(
+    r"(?<![^\s\"'])(?P<name>[A-Za-z][A-Za-z0-9_]*)[ \t]+(?P<value>[^\s;&|()<>\"'`\\=:]{8,})"
+    r"(?=[\s;&|)\"']|$)"
+)
+
+
+def _generated(value: str) -> bool:
+    return any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+
+
 def assignments(text: str) -> Iterator[Assignment]:
+    if "=" in text and "," in text:
+        for m in _OPTION_ASSIGN.finditer(text):
+            name = m.group("name")
+            yield Assignment(name, m.start("value"), m.end("value"), secret_name_kind(name))
+    for m in _POSITIONAL.finditer(text):
+        name, value = m.group("name"), m.group("value")
+        kind = secret_name_kind(name)
+        if kind and _generated(value):
+            yield Assignment(name, m.start("value"), m.end("value"), kind)
     for regex in (_SHELL_ASSIGN, _FLAG, _YAML_ASSIGN, _JSON_ASSIGN, _HEADER):
         for m in regex.finditer(text):
             name = m.group("name")

@@ -7,6 +7,7 @@ from typing import Any
 
 from rlark_acceptance.preflight.secrets.formats import b64_found, format_found
 from rlark_acceptance.preflight.secrets.hits import Found, SecretHit, to_hit
+from rlark_acceptance.preflight.secrets.memory import remember
 from rlark_acceptance.preflight.secrets.names import (
     assignments,
     is_literal,
@@ -31,7 +32,9 @@ def scan_text(text: str) -> list[Found]:
             continue  # token=token passes a variable on (code in a heredoc / python -c)
         if a.kind and not inside and span[0] < span[1] and is_literal(value):
             weak.append(Found(a.kind, a.name, span[0], span[1], strong=False))
-    return _dedupe([*strong, *weak])
+    found = _dedupe([*strong, *weak])
+    remember(text[f.start : f.end] for f in found)
+    return found
 
 
 def _dedupe(found: Iterable[Found]) -> list[Found]:
@@ -76,6 +79,11 @@ def scan_value(name: str | None, value: str) -> list[SecretHit]:
     >>> [h.kind for h in scan_value("AWS_ACCESS_KEY_ID", doc_id)]
     ['aws-access-key']
     """
+    return [to_hit(value, f) for f in value_found(name, value)]
+
+
+def value_found(name: str | None, value: str) -> list[Found]:
+    """The hits of :func:`scan_value` with their spans, ordered by position."""
     found = scan_text(value)
     single_line = "\n" not in value.strip()
     for f in found:
@@ -89,7 +97,8 @@ def scan_value(name: str | None, value: str) -> list[SecretHit]:
         covered = any(overlaps((f.start, f.end), span) for f in found)
         if not covered and is_literal(value):
             found.append(Found(kind, name, span[0], span[1], strong=False))
-    return [to_hit(value, f) for f in sorted(found, key=lambda f: (f.start, f.kind))]
+    remember(value[f.start : f.end] for f in found)
+    return sorted(found, key=lambda f: (f.start, f.kind))
 
 
 TreePath = tuple[str | int, ...]
@@ -117,9 +126,10 @@ def scan_tree(obj: Any, path: TreePath = ()) -> list[tuple[TreePath, SecretHit]]
         env_name = obj.get("name") if isinstance(obj.get("name"), str) else None
         for key, val in obj.items():
             sub = (*path, str(key))
-            if isinstance(val, str):
+            if isinstance(val, str | int) and not isinstance(val, bool):
+                # A number under a secret name (password: 12345678) is a literal too.
                 name = env_name if key == "value" and env_name else str(key)
-                out += [(sub, h) for h in scan_value(name, val)]
+                out += [(sub, h) for h in scan_value(name, str(val))]
             else:
                 out += scan_tree(val, sub)
     elif isinstance(obj, Sequence) and not isinstance(obj, str | bytes):
