@@ -24,6 +24,7 @@ from rlark_acceptance.preflight.secrets import (
     SecretHit,
     dotted,
     redact,
+    redact_tree,
     scan_script,
     scan_tree,
     scan_value,
@@ -511,3 +512,96 @@ def test_pathological_input_stays_fast() -> None:
     for text in ("glpat-" * 5000, begin * 2000, "a-" * 20000):
         redact(text)
     assert time.perf_counter() - start < 5
+
+
+# --------------------------------------------------------------------------- image references,
+# option strings, positional arguments, what was found before, trees
+
+
+@pytest.mark.parametrize(
+    "template",
+    ["rl:{pw}@registry.invalid/team/smoke:0.1.0", "bob:{pw}@localhost:5000/smoke", "u:{pw}@10.0.0.7:5000/a/b@sha256:" + SHA256],  # noqa: E501
+)  # fmt: skip
+def test_image_reference_with_credentials(template: str) -> None:
+    pw = mixed(16)
+    image = template.format(pw=pw)
+    hits = scan_value("image", image)
+    assert kinds(hits) == {"registry-credentials"}
+    assert_clean(hits, pw)
+    user = image.split(":")[0]
+    shown = redact(image)
+    assert pw not in shown and not shown.startswith(user)
+    assert shown.startswith("***@")
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "rlinf/rlinf@sha256:" + SHA256,
+        "ubuntu:22.04@sha256:" + SHA256,
+        "registry.invalid:5000/team/smoke:0.1.0",
+        "git@github.com:RLinf/RLinf.git",
+        "user:${REGISTRY_PASSWORD}@registry.invalid/team/smoke:1",
+    ],
+)
+def test_image_reference_without_credentials(image: str) -> None:
+    assert scan_value("image", image) == []
+    assert redact(image) == image
+
+
+def test_password_inside_mount_options() -> None:
+    pw = mixed(14)
+    options = f"vers=4,password={pw},ro"
+    hits = scan_value("options", options)
+    assert [(h.kind, h.name) for h in hits] == [("secret-variable", "options")]
+    assert redact(options) == "vers=4,password=***,ro"
+    tree = {"mounts": [{"name": "data", "options": options}]}
+    [(path, hit)] = scan_tree(tree)
+    assert (dotted(path), hit.kind) == ("mounts[0].options", "secret-variable")
+    for clean in ("vers=4,ro,credentials=/etc/smb-creds", "uid=1000,gid=1000,noatime"):
+        assert scan_value("options", clean) == []
+
+
+def test_secret_named_positional_argument() -> None:
+    key = mixed(24)
+    script = f"export PYTHONUNBUFFERED=1\necho apikey {key}\nrun"
+    [hit] = scan_script(script)
+    assert (hit.kind, hit.name, hit.line) == ("secret-variable", "apikey", 1)
+    assert redact(script) == "export PYTHONUNBUFFERED=1\necho apikey ***\nrun"
+    # Prose and counts are not arguments of that kind.
+    prose = "echo token budget exceeded\necho password reset required\necho token 12345678\n"
+    assert scan_script(prose) == []
+
+
+def test_a_value_found_once_is_redacted_wherever_it_shows_up() -> None:
+    """The Worker prints ``echo apikey X`` as a bare ``X``: the scan of the Job found X."""
+    key = mixed(24)
+    log = f"step 3\n{key}\nstep 4"
+    assert redact(log) == log  # nothing around it says it is a secret
+    assert scan_script(f"echo apikey {key}")
+    assert redact(log) == "step 3\n***\nstep 4"
+
+
+def test_redact_tree_keeps_the_structure_and_removes_secret_values() -> None:
+    api_key, pw, token = rand(HEX, 40), rand(string.digits, 9), mixed(30)
+    config = {
+        "runner": {"logger": {"wandb": {"project": "rlinf", "api_key": api_key}}},
+        "db": {"password": int(pw), "port": 5432},
+        "hub_token": token,
+        "env": [{"name": "RAY_DEDUP_LOGS", "value": "0"}, {"name": "HF_TOKEN", "value": token}],
+        "model": "Qwen/Qwen2.5-7B",
+    }
+    out = redact_tree(config)
+    assert out == {
+        "runner": {"logger": {"wandb": {"project": "rlinf", "api_key": "***"}}},
+        "db": {"password": "***", "port": 5432},
+        "hub_token": "***",
+        "env": [{"name": "RAY_DEDUP_LOGS", "value": "0"}, {"name": "HF_TOKEN", "value": "***"}],
+        "model": "Qwen/Qwen2.5-7B",
+    }
+    assert {(dotted(p), h.kind) for p, h in scan_tree(config)} == {
+        ("runner.logger.wandb.api_key", "secret-variable"),
+        ("db.password", "secret-variable"),
+        ("hub_token", "secret-variable"),
+        ("env[1].value", "secret-variable"),
+    }

@@ -69,8 +69,8 @@ class Role:
     def loc(self, *keys: Any) -> Location:
         return self.doc.loc("spec", "roles", self.index, *keys)
 
-    def __repr__(self) -> str:  # scripts and env may hold secrets: reprs reach reports
-        return f"Role({self.name!r}, image={self.image!r}, gpus={self.gpus!r})"
+    def __repr__(self) -> str:  # scripts, env and the image (user:pass@) may hold secrets
+        return f"Role({self.name!r}, gpus={self.gpus!r}, {self.loc()})"
 
 
 @dataclass

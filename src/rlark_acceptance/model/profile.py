@@ -38,6 +38,12 @@ class Target:
     node: NodeSpec | None = None
     options: dict[str, Any] = field(default_factory=dict)
 
+    def __repr__(self) -> str:  # the adapter options may hold credentials: keys only
+        return (
+            f"Target({self.adapter!r}, namespace={self.namespace!r}, "
+            f"options={sorted(self.options)})"
+        )
+
 
 @dataclass
 class RunInfo:
@@ -49,6 +55,9 @@ class RunInfo:
     first_signal: Any = None
     expected_output: Any = None
     expected_node: str | None = None
+
+    def __repr__(self) -> str:  # commands and the image (user:pass@) may hold secrets
+        return f"RunInfo(gpus={self.gpus!r}, expected_node={self.expected_node!r})"
 
 
 @dataclass

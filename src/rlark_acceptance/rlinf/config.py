@@ -51,6 +51,9 @@ class Override:
     origin: Location | None = None
     source: str = "profile"  # profile | run script | launch script | environment
 
+    def __repr__(self) -> str:  # the value may be a secret (+wandb.api_key=...): key only
+        return f"Override({self.text.partition('=')[0]!r}, value withheld, {self.source!r})"
+
     @classmethod
     def cli(cls, text: str) -> Override:
         return cls(text, None, "command line")
@@ -84,6 +87,12 @@ class RLinfConfig:
     applied: dict[str, Override] = field(default_factory=dict)  # dotted key -> override
     problems: list[ConfigProblem] = field(default_factory=list)
     _cfg: DictConfig | None = None
+
+    def __repr__(self) -> str:  # the config may hold secrets (wandb.api_key): never its values
+        return (
+            f"RLinfConfig({self.path!r}, layers={len(self.layers)}, "
+            f"overrides={sorted(self.applied)}, problems={len(self.problems)})"
+        )
 
     @property
     def cfg(self) -> DictConfig:

@@ -40,6 +40,12 @@ class EffectiveRLinf:
     checkpoint_key: str | None  # the config key that decides checkpointDir
     problems: list[ConfigProblem] = field(default_factory=list)
 
+    def __repr__(self) -> str:  # the config and the run script may hold secrets
+        return (
+            f"EffectiveRLinf({self.config.path!r}, task_type={self.task_type!r}, "
+            f"num_nodes={self.num_nodes!r}, problems={len(self.problems)})"
+        )
+
     @property
     def num_nodes(self) -> int | None:
         return self.cluster.num_nodes

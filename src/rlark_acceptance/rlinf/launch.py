@@ -90,6 +90,9 @@ class Launch:
     env: dict[str, str] = field(default_factory=dict)
     relative_without_cd: list[str] = field(default_factory=list)
 
+    def __repr__(self) -> str:  # argv, overrides and env may hold secrets (--api-key X)
+        return f"Launch({self.script_path!r}, line={self.line}, config={self.config_name!r})"
+
     def resolve(self, path: str) -> str | None:
         """An absolute container path for ``path`` as the process sees it, if knowable."""
         if posixpath.isabs(path):

@@ -20,6 +20,9 @@ class AcceptanceRun:
     preflight: PreflightResult
     record: RunRecord | None  # None: stopped at the pre-flight, nothing submitted
 
+    def __repr__(self) -> str:  # allure stores step arguments' reprs: compact, no inputs
+        return f"AcceptanceRun({self.preflight!r}, {self.record!r})"
+
     @property
     def submitted(self) -> bool:
         return self.record is not None and self.record.ref is not None

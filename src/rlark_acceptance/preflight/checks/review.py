@@ -14,7 +14,7 @@ from rlark_acceptance.preflight.checks.base import (
     nodes_matching,
 )
 from rlark_acceptance.preflight.checks.worker import gpu_findings
-from rlark_acceptance.preflight.secrets import dotted, scan_script, scan_tree
+from rlark_acceptance.preflight.secrets import dotted, redact, scan_script, scan_tree, scan_value
 
 
 @check("5.1", needs=("job",))
@@ -102,7 +102,7 @@ def prepared_values_in_preview(ctx: Context) -> Iterator[Finding]:
         yield error(
             "5.6",
             "image-differs",
-            f"image {role.image} differs from prepared {ri.image}",
+            f"image {redact(str(role.image))} differs from prepared {redact(str(ri.image))}",
             role.loc("image"),
         )
     if ri.start_command and " ".join((job.run_script or "").split()) != " ".join(
@@ -184,3 +184,42 @@ def no_secrets(ctx: Context) -> Iterator[Finding]:
                     f"runInfo.{key}: {hit.description}",
                     ctx.profile.doc.text_loc("runInfo", key, offset=hit.line),
                 )
+        if isinstance(ri.image, str):
+            # The prepared image goes into the YAML too: user:pass@registry/... is a secret.
+            for hit in scan_value("image", ri.image):
+                yield error(
+                    "5.8",
+                    f"secret-{hit.kind}",
+                    f"runInfo.image: {hit.description}",
+                    ctx.profile.loc("runInfo", "image"),
+                )
+
+
+@check("5.8", needs=("rlinf",))
+def no_secrets_in_rlinf_config(ctx: Context) -> Iterator[Finding]:
+    """The RLinf config travels with the Job and is printed by RLinf at start-up: a literal
+    ``wandb.api_key`` or ``*_token`` there is a secret in the run's logs and reports."""
+    r = ctx.rlinf
+    assert r is not None
+    for layer in r.config.layers:
+        for path, hit in scan_tree(layer.doc.data):
+            key = dotted(path)
+            if layer.package:
+                key = f"{layer.package}.{key}"
+            yield error(
+                "5.8",
+                f"secret-{hit.kind}",
+                f"RLinf config {key}: {hit.description}",
+                layer.doc.text_loc(*path, offset=hit.line),
+            )
+    for ov in r.config.applied.values():
+        if ov.source != "profile":
+            continue  # the run script's overrides are scanned with the Job's scripts
+        name, _, value = ov.text.lstrip("+~").partition("=")
+        for hit in scan_value(name, value):
+            yield error(
+                "5.8",
+                f"secret-{hit.kind}",
+                f"override {name}: {hit.description}",
+                ov.origin,
+            )

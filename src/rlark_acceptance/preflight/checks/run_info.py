@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from rlark_acceptance.model.findings import Finding, Location, error, warning
 from rlark_acceptance.preflight.checks.base import Context, check, is_count
 from rlark_acceptance.preflight.checks.images import MOVING_TAGS, parse_image
+from rlark_acceptance.preflight.secrets import redact
 
 PATH_KINDS = ("data", "model", "checkpoint", "output")
 
@@ -19,16 +20,17 @@ def image_findings(check_id: str, image: object, loc: Location | None) -> Iterat
         yield error(check_id, "image-missing", "no image address", loc)
         return
     ref = parse_image(image)
+    shown = redact(image)  # user:pass@registry/... must not reach the console or a report
     if not ref.valid:
-        yield error(check_id, "image-invalid", f"image {image} is not a valid reference", loc)
+        yield error(check_id, "image-invalid", f"image {shown} is not a valid reference", loc)
     elif not ref.pinned:
         why = "uses latest" if ref.tag == "latest" else "has no tag (means latest)"
-        yield error(check_id, "image-latest", f"image {image} is not pinned: it {why}", loc)
+        yield error(check_id, "image-latest", f"image {shown} is not pinned: it {why}", loc)
     elif not ref.digest and ref.tag in MOVING_TAGS:
         yield warning(
             check_id,
             "image-moving-tag",
-            f"image {image}: tag {ref.tag!r} usually moves; prefer a version or digest",
+            f"image {shown}: tag {ref.tag!r} usually moves; prefer a version or digest",
             loc,
         )
 

@@ -1,0 +1,142 @@
+"""Scanning: one text, one named value, a whole parsed YAML tree (with key paths)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from rlark_acceptance.preflight.secrets.formats import b64_found, format_found
+from rlark_acceptance.preflight.secrets.hits import Found, SecretHit, to_hit
+from rlark_acceptance.preflight.secrets.memory import remember
+from rlark_acceptance.preflight.secrets.names import (
+    assignments,
+    is_literal,
+    overlaps,
+    secret_name_kind,
+    strip_span,
+)
+
+
+def scan_text(text: str) -> list[Found]:
+    """All hits in ``text`` with spans: formats, URL credentials and named literal values."""
+    strong = [*format_found(text), *b64_found(text)]
+    weak: list[Found] = []
+    for a in assignments(text):
+        span = strip_span(text, a.start, a.end)
+        inside = [f for f in strong if overlaps((f.start, f.end), span)]
+        for f in inside:
+            if f.name is None:
+                f.name = a.name  # HF_TOKEN=hf_... reports name HF_TOKEN
+        value = text[span[0] : span[1]]
+        if value.lower() == a.name.lstrip("-").lower():
+            continue  # token=token passes a variable on (code in a heredoc / python -c)
+        if a.kind and not inside and span[0] < span[1] and is_literal(value):
+            weak.append(Found(a.kind, a.name, span[0], span[1], strong=False))
+    found = _dedupe([*strong, *weak])
+    remember(text[f.start : f.end] for f in found)
+    return found
+
+
+def _dedupe(found: Iterable[Found]) -> list[Found]:
+    seen: dict[tuple[str, int, int], Found] = {}
+    for f in found:
+        key = (f.kind, f.start, f.end)
+        if key not in seen or (seen[key].name is None and f.name is not None):
+            seen[key] = f
+    # A weak hit nested in another weak hit (X="--password y") keeps the innermost name.
+    out = sorted(seen.values(), key=lambda f: (f.start, -f.end, f.kind))
+    weak = [f for f in out if not f.strong]
+    return [
+        f
+        for f in out
+        if f.strong
+        or not any(
+            g is not f
+            and f.start <= g.start
+            and g.end <= f.end
+            and (g.start, g.end) != (f.start, f.end)
+            for g in weak
+        )
+    ]
+
+
+def scan_script(text: str) -> list[SecretHit]:
+    """Hits in a script or any free text, ordered by position.
+
+    >>> [(h.kind, h.name) for h in scan_script("export WANDB_API_KEY=abc123def\\nrun")]
+    [('secret-variable', 'WANDB_API_KEY')]
+    """
+    return [to_hit(text, f) for f in scan_text(text)]
+
+
+def scan_value(name: str | None, value: str) -> list[SecretHit]:
+    """Hits in one env var / YAML string field; ``name`` is the variable name or YAML key.
+
+    The value is also scanned as text (it may be a script). Hits in a one-line value carry
+    ``name``; hits in a multi-line value carry the name found inside it when there is one.
+
+    >>> doc_id = "AKIAIOSFODNN7EXAMPLE"  # pragma: allowlist secret
+    >>> [h.kind for h in scan_value("AWS_ACCESS_KEY_ID", doc_id)]
+    ['aws-access-key']
+    """
+    return [to_hit(value, f) for f in value_found(name, value)]
+
+
+def value_found(name: str | None, value: str) -> list[Found]:
+    """The hits of :func:`scan_value` with their spans, ordered by position."""
+    found = scan_text(value)
+    single_line = "\n" not in value.strip()
+    for f in found:
+        # A one-line value is reported under its field (AZURE_CONN, not the AccountKey inside
+        # it); a script carried in YAML keeps the names found inside it (DB_PASSWORD).
+        if f.name is None or (single_line and name):
+            f.name = name
+    kind = secret_name_kind(name)
+    if kind:
+        span = strip_span(value, 0, len(value))
+        covered = any(overlaps((f.start, f.end), span) for f in found)
+        if not covered and is_literal(value):
+            found.append(Found(kind, name, span[0], span[1], strong=False))
+    remember(value[f.start : f.end] for f in found)
+    return sorted(found, key=lambda f: (f.start, f.kind))
+
+
+TreePath = tuple[str | int, ...]
+
+
+def dotted(path: TreePath) -> str:
+    """``("spec", "roles", 0, "env")`` as ``spec.roles[0].env``."""
+    out = ""
+    for p in path:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out
+
+
+def scan_tree(obj: Any, path: TreePath = ()) -> list[tuple[TreePath, SecretHit]]:
+    """Scan every string in a parsed YAML document; returns ``(key path, hit)`` pairs.
+
+    Env entries ``{name: X, value: Y}`` are scanned with ``X`` as the name; scripts and
+    other multi-line strings with their own lines (``hit.line``).
+
+    >>> scan_tree({"env": [{"name": "HF_TOKEN", "value": "${HF_TOKEN}"}]})
+    []
+    """
+    out: list[tuple[TreePath, SecretHit]] = []
+    if isinstance(obj, Mapping):
+        env_name = obj.get("name") if isinstance(obj.get("name"), str) else None
+        for key, val in obj.items():
+            sub = (*path, str(key))
+            if isinstance(val, str | int) and not isinstance(val, bool):
+                # A number under a secret name (password: 12345678) is a literal too.
+                name = env_name if key == "value" and env_name else str(key)
+                out += [(sub, h) for h in scan_value(name, str(val))]
+            else:
+                out += scan_tree(val, sub)
+    elif isinstance(obj, Sequence) and not isinstance(obj, str | bytes):
+        for i, item in enumerate(obj):
+            sub = (*path, i)
+            if isinstance(item, str):
+                out += [(sub, h) for h in scan_value(None, item)]
+            else:
+                out += scan_tree(item, sub)
+    return out
