@@ -75,5 +75,5 @@ def audit_one(loader: ConfigLoader, path: Path) -> dict[str, Any] | None:
         singleNode=eff.num_nodes == 1 and not reasons,
         realRobot=eff.cluster.real_robot,
         redirectReasons=reasons,
-        error="; ".join(errors) or None,
+        error="; ".join(dict.fromkeys(errors)) or None,
     )

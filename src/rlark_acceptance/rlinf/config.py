@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
+import posixpath
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ from omegaconf.errors import OmegaConfBaseException
 from rlark_acceptance.model.errors import InputError
 from rlark_acceptance.model.findings import Location
 from rlark_acceptance.model.yamlsrc import YamlDoc, load_yaml
+from rlark_acceptance.rlinf.searchpath import Checkout, checkout_root, resolve_entry
 
 _MISSING = object()
 _SLOW = object()
@@ -83,6 +85,8 @@ class RLinfConfig:
     layers: list[_Layer] = field(default_factory=list)
     applied: dict[str, Override] = field(default_factory=dict)  # dotted key -> override
     problems: list[ConfigProblem] = field(default_factory=list)
+    search: list[Path] = field(default_factory=list)  # where defaults are looked up
+    unset: list[str] = field(default_factory=list)  # search path variables not known
     _cfg: DictConfig | None = None
 
     @property
@@ -238,6 +242,7 @@ class ConfigLoader:
         self._docs: dict[Path, YamlDoc] = {}
         self._headers: dict[Path, str | None] = {}
         self._parser = OverridesParser.create()
+        self._checkouts: dict[Path, Checkout] = {}
 
     def _header(self, path: Path) -> str | None:
         if path not in self._headers:
@@ -267,9 +272,10 @@ class ConfigLoader:
         primary = self.doc(p)
         if shown is not None and shown != primary.path:
             primary = dataclasses.replace(primary, path=shown)
-        search = Path(config_dir) if config_dir else p.parent
         cfg = RLinfConfig(path=primary.path, primary=primary, data={})
         parsed = self._parse_overrides(list(overrides), cfg)
+        search = self._search_path(cfg, p, Path(config_dir) if config_dir else p.parent, parsed)
+        cfg.search = search
         group_choices = {
             (o.key_or_group, o.package): (o, src)
             for o, src in parsed
@@ -294,8 +300,78 @@ class ConfigLoader:
         for o, src in parsed:
             if (o.key_or_group, o.package) in group_choices:
                 continue
+            if o.key_or_group == "hydra" or o.key_or_group.startswith("hydra."):
+                self._check_hydra_override(cfg, o, src)
+                continue
             self._apply(cfg, o, src)
         return cfg
+
+    # -- search path ------------------------------------------------------------------
+
+    def _search_path(
+        self,
+        cfg: RLinfConfig,
+        path: Path,
+        main: Path,
+        parsed: list[tuple[HydraOverride, Override]],
+    ) -> list[Path]:
+        """The folders defaults are looked up in: the config's own, then ``hydra.searchpath``.
+
+        Hydra appends the primary config's ``hydra.searchpath`` (or a command-line
+        ``hydra.searchpath=[...]``, which replaces it) after the config's folder.
+        """
+        entries: Any = None
+        where = cfg.primary.loc("hydra", "searchpath")
+        for o, src in parsed:
+            if o.key_or_group == "hydra.searchpath" and o.type != OverrideType.DEL:
+                entries, where = o.value(), src.origin or where
+        if entries is None:
+            hydra = cfg.primary.data.get("hydra") if isinstance(cfg.primary.data, dict) else None
+            entries = hydra.get("searchpath") if isinstance(hydra, dict) else None
+        dirs = [main]
+        if entries is None:
+            return dirs
+        if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
+            cfg.problems.append(
+                ConfigProblem("hydra.searchpath must be a list of strings", where, fatal=True)
+            )
+            return dirs
+        checkout = self._checkout(path)
+        for i, text in enumerate(entries):
+            entry = resolve_entry(text, path, os.environ, checkout)
+            if entry.problem:
+                # Hydra stops here, but RLinf's launch scripts always set the variable: what
+                # matters is whether a default then goes missing (fatal, below).
+                loc = cfg.primary.loc("hydra", "searchpath", i) if where.line else where
+                cfg.problems.append(ConfigProblem(entry.problem, loc, fatal=entry.unset is None))
+                if entry.unset:
+                    cfg.unset.append(entry.unset)
+            elif entry.path is not None:
+                dirs.append(entry.path)
+        return dirs
+
+    def _checkout(self, config: Path) -> Checkout | None:
+        root = checkout_root(config)
+        if root is None:
+            return None
+        if root not in self._checkouts:
+            self._checkouts[root] = Checkout(root)
+        return self._checkouts[root]
+
+    def _check_hydra_override(self, cfg: RLinfConfig, o: HydraOverride, src: Override) -> None:
+        """``hydra.run.dir=...`` and friends go to Hydra's own config, checked against it."""
+        key = o.key_or_group
+        if key == "hydra.searchpath":
+            return
+        exists = key == "hydra" or _has_key(_hydra_schema(), key.removeprefix("hydra."))
+        if o.type == OverrideType.CHANGE and not exists:
+            cfg.problems.append(
+                ConfigProblem(
+                    f"override {src.text!r}: Hydra's own config has no {key}; Hydra refuses it",
+                    src.origin,
+                    fatal=True,
+                )
+            )
 
     # -- overrides --------------------------------------------------------------------
 
@@ -327,13 +403,13 @@ class ConfigLoader:
             out.append((parsed, ov))
         return out
 
-    def _is_group_override(self, o: HydraOverride, primary: YamlDoc, search: Path) -> bool:
+    def _is_group_override(self, o: HydraOverride, primary: YamlDoc, search: list[Path]) -> bool:
         """``env@env.train=x`` or ``model=x`` selects a config group, not a value."""
         if o.type == OverrideType.DEL or not isinstance(o.value(), str):
             return False
         if o.package is not None:
             return True
-        return (search / o.key_or_group).is_dir() and "." not in o.key_or_group
+        return "." not in o.key_or_group and any((d / o.key_or_group).is_dir() for d in search)
 
     def _apply(self, cfg: RLinfConfig, o: HydraOverride, src: Override) -> None:
         key = o.key_or_group
@@ -388,7 +464,7 @@ class ConfigLoader:
         self,
         cfg: RLinfConfig,
         doc: YamlDoc,
-        search: Path,
+        search: list[Path],
         group_dir: str,
         package: str,
         choices: Mapping[tuple[str, str | None], tuple[HydraOverride, Override]],
@@ -429,13 +505,15 @@ class ConfigLoader:
             if option is None:
                 continue
             rel_group = _join_path(group_dir, group)
-            file = (search / rel_group / f"{option}.yaml").resolve()
+            file = _find(search, posixpath.join(rel_group.strip("/"), f"{option}.yaml"))
             where = doc.loc("defaults", index)
-            if not file.is_file():
+            if file is None:
                 if not optional:
+                    shown = ", ".join(str(d) for d in search)
+                    why = f" ({', '.join(cfg.unset)} not set)" if cfg.unset else ""
                     cfg.problems.append(
                         ConfigProblem(
-                            f"default {rel_group}/{option} not found in {search}", where, True
+                            f"default {rel_group}/{option} not found in {shown}{why}", where, True
                         )
                     )
                 continue
@@ -548,6 +626,41 @@ def _package_header(path: Path) -> str | None:
         if body.startswith("@package"):
             return body.removeprefix("@package").strip()
     return None
+
+
+def _find(search: list[Path], rel: str) -> Path | None:
+    """The first folder of the search path that holds ``rel``, as Hydra looks it up."""
+    for d in search:
+        file = d / rel
+        if file.is_file():
+            return file.resolve()
+    return None
+
+
+_SCHEMA: list[DictConfig] = []
+
+
+def _hydra_schema() -> DictConfig:
+    if not _SCHEMA:
+        from hydra.conf import HydraConf
+
+        _SCHEMA.append(OmegaConf.structured(HydraConf))
+    return _SCHEMA[0]
+
+
+def _has_key(cfg: Any, dotted: str) -> bool:
+    node = cfg
+    for part in dotted.split("."):
+        if not OmegaConf.is_dict(node):
+            return False
+        try:
+            child = node._get_node(part, throw_on_missing_key=False)
+        except OmegaConfBaseException:
+            return False
+        if child is None:
+            return False
+        node = child
+    return True
 
 
 def _join(a: str, b: str) -> str:
