@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -101,7 +102,7 @@ def _job_from_profile(profile: Profile) -> Job:
 
 def _shown(p: Path) -> str:
     try:
-        return str(p.resolve().relative_to(Path.cwd()))
+        return str(Path(os.path.realpath(p)).relative_to(Path.cwd()))
     except ValueError:
         return str(p)
 

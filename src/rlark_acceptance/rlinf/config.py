@@ -37,7 +37,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from rlark_acceptance.model.errors import InputError
 from rlark_acceptance.model.findings import Location
-from rlark_acceptance.model.yamlsrc import YamlDoc, load_yaml
+from rlark_acceptance.model.yamlsrc import MAX_DEPTH, YamlDoc, parse_yaml, read_text
 from rlark_acceptance.rlinf.searchpath import Checkout, checkout_root, resolve_entry
 
 _MISSING = object()
@@ -245,14 +245,14 @@ class ConfigLoader:
         self._checkouts: dict[Path, Checkout] = {}
 
     def _header(self, path: Path) -> str | None:
-        if path not in self._headers:
-            self._headers[path] = _package_header(path)
-        return self._headers[path]
+        return self._headers.get(Path(os.path.realpath(path)))
 
     def doc(self, path: Path) -> YamlDoc:
-        key = path.resolve()
+        key = Path(os.path.realpath(path))
         if key not in self._docs:
-            self._docs[key] = load_yaml(path)
+            text = read_text(path)
+            self._docs[key] = parse_yaml(text, str(path))
+            self._headers[key] = _package_header(text)
         return self._docs[key]
 
     def load(
@@ -380,9 +380,19 @@ class ConfigLoader:
     ) -> list[tuple[HydraOverride, Override]]:
         out: list[tuple[HydraOverride, Override]] = []
         for ov in overrides:
+            if _nesting(ov.text) > MAX_DEPTH:
+                # Hydra's grammar recurses per bracket: refuse before it hits the limit.
+                cfg.problems.append(
+                    ConfigProblem(
+                        f"override {ov.text[:60]!r}... is nested deeper than {MAX_DEPTH} levels",
+                        ov.origin,
+                        fatal=True,
+                    )
+                )
+                continue
             try:
                 (parsed,) = self._parser.parse_overrides([ov.text])
-            except (HydraException, ValueError) as exc:
+            except (HydraException, ValueError, RecursionError) as exc:
                 cfg.problems.append(
                     ConfigProblem(
                         f"override {ov.text!r} is not valid Hydra syntax: {_short(exc)}",
@@ -610,12 +620,8 @@ def _child_package(header: str | None, group: str, pkg: str | None, parent_pkg: 
     return _join(parent_pkg, group.strip("/").replace("/", "."))
 
 
-def _package_header(path: Path) -> str | None:
+def _package_header(text: str) -> str | None:
     # Hydra reads '# @package X' from the comment lines at the top of the file.
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
     for line in text.splitlines():
         s = line.strip()
         if not s:
@@ -628,12 +634,23 @@ def _package_header(path: Path) -> str | None:
     return None
 
 
+def _nesting(text: str) -> int:
+    depth = deepest = 0
+    for c in text:
+        if c in "[{(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in "]})":
+            depth -= 1
+    return deepest
+
+
 def _find(search: list[Path], rel: str) -> Path | None:
     """The first folder of the search path that holds ``rel``, as Hydra looks it up."""
     for d in search:
         file = d / rel
         if file.is_file():
-            return file.resolve()
+            return Path(os.path.realpath(file))
     return None
 
 

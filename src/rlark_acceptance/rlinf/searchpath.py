@@ -23,6 +23,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rlark_acceptance.model.errors import InputError
+from rlark_acceptance.model.yamlsrc import read_bytes
+
 _ASSIGN = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 _ENV_REF = re.compile(r"\$\{oc\.env:([A-Za-z_][A-Za-z0-9_]*)(?:,([^}]*))?\}")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -186,22 +189,25 @@ def _strip_comment(value: str) -> str:
 
 def script_exports(script: Path) -> dict[str, str]:
     """The variables ``script`` exports, for those whose value can be told offline."""
-    try:
-        if script.stat().st_size > _MAX_SCRIPT_BYTES:
-            return {}
-        text = script.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return {}
+    text = _script_text(script)
     if "export" not in text:
         return {}
-    shell = _Shell(script.resolve())
+    shell = _Shell(Path(os.path.realpath(script)))
     shell.run(text)
     return {n: v for n, v in shell.vars.items() if n in shell.exported and v}
 
 
+def _script_text(script: Path) -> str:
+    """A launch script's text; a script that cannot be read (a FIFO, too large) has none."""
+    try:
+        return read_bytes(script, "launch script", _MAX_SCRIPT_BYTES).decode("utf-8", "replace")
+    except InputError:
+        return ""
+
+
 def checkout_root(config: Path) -> Path | None:
     """The RLinf checkout a config lives in: the nearest folder with ``examples/`` in it."""
-    for parent in config.resolve().parents:
+    for parent in Path(os.path.realpath(config)).parents:
         if (parent / "examples").is_dir() or (parent / ".git").exists():
             return parent
     return None
@@ -238,7 +244,7 @@ class Checkout:
         other scripts in path order.
         """
         near: list[Path] = []
-        here = config.resolve().parent
+        here = Path(os.path.realpath(config)).parent
         while True:
             near += [s for s in self.scripts if s.parent == here]
             if here == self.root or here.parent == here:
@@ -254,14 +260,7 @@ class Checkout:
     def mentions(self, name: str) -> list[Path]:
         """Scripts that export ``name`` (with a value that is not knowable offline)."""
         pattern = re.compile(rf"\bexport\s+{name}\b")
-        out = []
-        for s in self.scripts:
-            try:
-                if pattern.search(s.read_text(encoding="utf-8", errors="replace")):
-                    out.append(s)
-            except OSError:
-                continue
-        return out
+        return [s for s in self.scripts if pattern.search(_script_text(s))]
 
 
 @dataclass(frozen=True)
