@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -78,6 +79,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("rlark-acceptance: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (``| head``): nothing more to say, and no traceback.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_FINDINGS
 
 
 def _preflight(args: argparse.Namespace) -> int:
@@ -124,7 +129,9 @@ def _print_human(result: Any) -> None:
     from rlark_acceptance.preflight.entry import sorted_findings
 
     verdict = result.verdict.upper()
-    print(f"pre-flight: {verdict}  ({result.config_path or 'no RLinf config'})")
+    cov = result.coverage()
+    judged = f"{cov['evaluated']} of {cov['static']} static checks judged"
+    print(f"pre-flight: {verdict}  ({result.config_path or 'no RLinf config'}; {judged})")
     r = result.rlinf
     if r is not None:
         need = "all" if r.cluster.gpus_all else r.cluster.gpus_required
@@ -154,6 +161,19 @@ def _print_human(result: Any) -> None:
         f"{counts['failed']} failed, {counts['skipped']} not evaluated "
         f"(of {sum(1 for c in CHECKS if c.kind != 'runtime')})"
     )
+    need = _needs_text(result.coverage())
+    if need:
+        print(f"not evaluated: {need}")
+
+
+def _needs_text(coverage: dict[str, Any]) -> str:
+    parts = [
+        (coverage["needJob"], "the Job YAML (--job)"),
+        (coverage["needProfile"], "a profile's runInfo (--profile)"),
+        (coverage["needCluster"], "the cluster (--cluster or --nodes)"),
+        (coverage["needConfig"], "the RLinf config"),
+    ]
+    return "; ".join(f"{n} need {what}" for n, what in parts if n)
 
 
 def _configs(args: argparse.Namespace) -> int:

@@ -214,22 +214,26 @@ def _role(doc: YamlDoc, i: int, r: dict[str, Any], problems: list[ShapeProblem])
     )
 
 
-def normaliser(name: str | None = None) -> Normaliser:
-    """The built-in normaliser, or one a site registered under ``rlark_acceptance.normalisers``."""
+def normaliser(name: str | None = None, where: str | None = None) -> Normaliser:
+    """The built-in normaliser, or one a site registered under ``rlark_acceptance.normalisers``.
+
+    ``where`` is the place that named it (``profile.yaml:12``, ``--job-normaliser``), which
+    an unknown name is reported at.
+    """
     if not name or name == "contract-v1alpha1":
         return normalise_contract_v1alpha1
     for ep in entry_points(group="rlark_acceptance.normalisers"):
         if ep.name == name:
             fn: Normaliser = ep.load()
             return fn
-    raise InputError(name, "no Job YAML normaliser of that name is installed")
+    raise InputError(where or name, f"no Job YAML normaliser {name!r} is installed (jobNormaliser)")
 
 
 def read_job(path: str, *, normaliser_name: str | None = None, shown: str | None = None) -> Job:
     doc = load_yaml(path)
     if shown:
         doc.path = shown
-    return normaliser(normaliser_name)(doc)
+    return normaliser(normaliser_name, "--job-normaliser")(doc)
 
 
 def render_job(

@@ -145,6 +145,11 @@ def load_profile(path: str | Path) -> Profile:
             raise InputError(str(doc.loc("timeouts", k)), f"timeouts.{k} must be positive seconds")
         timeouts[str(k)] = float(v)
     safety = _section(doc, "safety")
+    job_normaliser = _str(doc.data.get("jobNormaliser"))
+    if job_normaliser is not None:
+        from rlark_acceptance.model.job import normaliser
+
+        normaliser(job_normaliser, str(doc.loc("jobNormaliser")))  # unknown: at its line
     return Profile(
         path=p,
         doc=doc,
@@ -157,7 +162,7 @@ def load_profile(path: str | Path) -> Profile:
         run_info=run_info,
         real_robot_confirmed=safety.get("realRobotConfirmed") is True,
         timeouts=timeouts,
-        job_normaliser=_str(doc.data.get("jobNormaliser")),
+        job_normaliser=job_normaliser,
     )
 
 

@@ -26,6 +26,7 @@ import yaml
 
 from rlark_acceptance.model.errors import InputError
 from rlark_acceptance.model.findings import Location
+from rlark_acceptance.model.keypath import KeyPath
 
 # RLinf's largest config is ~14 KB and a Job YAML a few KB: 2 MiB leaves room for anything
 # real while a file far beyond it is refused before it is read.
@@ -37,7 +38,6 @@ MAX_EXPANDED_NODES = 100_000
 # override grammar) recurse, so depth is bounded here, far below Python's recursion limit.
 MAX_DEPTH = 64
 
-KeyPath = tuple[Hashable, ...]
 # The tags OmegaConf's loader (a SafeLoader) turns into values OmegaConf can hold.
 _CORE_TAGS = frozenset(
     f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "map", "seq")

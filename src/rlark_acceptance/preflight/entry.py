@@ -48,11 +48,36 @@ class PreflightResult:
     def check_status(self) -> dict[str, str]:
         return {c.id: self.outcome.status(c.id) for c in CHECKS if c.kind != "runtime"}
 
+    def coverage(self) -> dict[str, Any]:
+        """What was judged: evaluated static checks, and what the others need.
+
+        A check that lacks several inputs counts under the first of job, profile, cluster,
+        config: the one to supply first.
+        """
+        static = [c.id for c in CHECKS if c.kind != "runtime"]
+        missing = self.outcome.not_evaluated()
+        needs = {"job": 0, "profile": 0, "cluster": 0, "config": 0}
+        for check_id in static:
+            lacking = missing.get(check_id, set())
+            for group in needs:
+                if group in lacking:
+                    needs[group] += 1
+                    break
+        return {
+            "evaluated": sum(1 for c in static if c in self.outcome.evaluated),
+            "static": len(static),
+            "needJob": needs["job"],
+            "needProfile": needs["profile"],
+            "needCluster": needs["cluster"],
+            "needConfig": needs["config"],
+        }
+
     def to_json(self) -> dict[str, Any]:
         return {
             "verdict": self.verdict,
             "rlinf": rlinf_json(self.rlinf, self.config_path),
             "findings": [f.to_json() for f in sorted_findings(self.findings)],
+            "coverage": self.coverage(),
         }
 
 

@@ -37,6 +37,9 @@ from omegaconf.errors import OmegaConfBaseException
 
 from rlark_acceptance.model.errors import InputError
 from rlark_acceptance.model.findings import Location
+from rlark_acceptance.model.keypath import KeyPath
+from rlark_acceptance.model.keypath import dotted as dotted_key
+from rlark_acceptance.model.keypath import parse as parse_key
 from rlark_acceptance.model.yamlsrc import MAX_DEPTH, YamlDoc, parse_yaml, read_text
 from rlark_acceptance.rlinf.searchpath import Checkout, checkout_root, resolve_entry
 
@@ -203,28 +206,36 @@ class RLinfConfig:
         if not any(p.message == message for p in self.problems):
             self.problems.append(ConfigProblem(message, self.location(dotted)))
 
-    def location(self, dotted: str) -> Location:
-        """Where the effective value of ``dotted`` was written: an override or a file line."""
-        for key, ov in self.applied.items():
-            if (dotted == key or dotted.startswith(key + ".")) and ov.origin:
+    def location(self, key: str | KeyPath) -> Location:
+        """Where the effective value at ``key`` was written: an override or a file line.
+
+        ``key`` is a dotted key (``cluster.node_groups[1].label``) or a ``KeyPath``; list
+        items are followed too, so a finding inside a list points at the item's line.
+        """
+        path = parse_key(key) if isinstance(key, str) else tuple(key)
+        text = dotted_key(path)
+        for applied, ov in self.applied.items():
+            if (text == applied or text.startswith((applied + ".", applied + "["))) and ov.origin:
                 return ov.origin
-        parts = dotted.split(".")
         for layer in reversed(self.layers):
-            pkg = layer.package.split(".") if layer.package else []
-            if parts[: len(pkg)] != pkg:
+            pkg = tuple(layer.package.split(".")) if layer.package else ()
+            if path[: len(pkg)] != pkg:
                 continue
-            rel = tuple(parts[len(pkg) :])
-            node: Any = layer.doc.data
-            found = True
-            for part in rel:
-                if isinstance(node, dict) and part in node:
-                    node = node[part]
-                else:
-                    found = False
-                    break
-            if found:
+            rel = path[len(pkg) :]
+            if _holds(layer.doc.data, rel):
                 return layer.doc.loc(*rel)
-        return self.primary.loc(*parts)
+        return self.primary.loc(*path)
+
+
+def _holds(data: Any, path: KeyPath) -> bool:
+    """True when ``path`` leads to a node of ``data`` through mappings and lists."""
+    node = data
+    for part in path:
+        in_list = isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+        if not in_list and not (isinstance(node, dict) and part in node):
+            return False
+        node = node[part]
+    return True
 
 
 class Unresolved(Exception):

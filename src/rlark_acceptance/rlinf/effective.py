@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rlark_acceptance.model.findings import Location
+from rlark_acceptance.model.keypath import KeyPath
 from rlark_acceptance.rlinf.config import (
     ConfigLoader,
     ConfigProblem,
@@ -48,8 +49,8 @@ class EffectiveRLinf:
     def redirect_reasons(self) -> list[str]:
         return redirect_reasons(self.cluster)
 
-    def location(self, dotted: str) -> Location:
-        return self.config.location(dotted)
+    def location(self, key: str | KeyPath) -> Location:
+        return self.config.location(key)
 
 
 def _select(cfg: RLinfConfig, key: str, problems: list[ConfigProblem]) -> Any:

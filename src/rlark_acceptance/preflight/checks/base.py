@@ -81,10 +81,26 @@ def has_inputs(ctx: Context, needs: tuple[str, ...]) -> bool:
     return all(present[n] for n in needs)
 
 
+# What each input a check ``needs`` is, for the verdict's "not evaluated: needs ..." count.
+INPUT_GROUPS = {
+    "rlinf": "config",
+    "job": "job",
+    "worker": "job",
+    "run_info": "profile",
+    "nodes": "cluster",
+    "clusters": "cluster",
+}
+
+
 @dataclass
 class Outcome:
     findings: list[Finding] = field(default_factory=list)
     evaluated: list[str] = field(default_factory=list)
+    # check ID -> the input groups it lacked (config | job | profile | cluster)
+    missing: dict[str, set[str]] = field(default_factory=dict)
+
+    def not_evaluated(self) -> dict[str, set[str]]:
+        return {k: v for k, v in self.missing.items() if k not in self.evaluated}
 
     def status(self, check_id: str) -> str:
         if check_id not in self.evaluated:
@@ -100,6 +116,8 @@ def run_checks(ctx: Context, only: Iterable[str] | None = None) -> Outcome:
         if wanted is not None and reg.id not in wanted:
             continue
         if not has_inputs(ctx, reg.needs):
+            lacking = {INPUT_GROUPS[n] for n in reg.needs if not has_inputs(ctx, (n,))}
+            out.missing.setdefault(reg.id, set()).update(lacking)
             continue
         if reg.id not in out.evaluated:
             out.evaluated.append(reg.id)

@@ -21,6 +21,16 @@ def loaded_config_single_node(ctx: Context) -> Iterator[Finding]:
             )
         else:
             yield warning("1.1", "config-unresolved", p.message, p.location)
+    if ctx.job is None or ctx.job.worker is None:
+        # With a worker role, 3.3 reports these against its GPU request; without one, a
+        # placement RLinf cannot parse must still fail the run (CONTRACT §3).
+        for problem in r.cluster.problems:
+            yield error(
+                "1.1",
+                "placement-invalid",
+                f"RLinf would not start: {problem.message}",
+                r.location(problem.path),
+            )
     launch = r.launch
     if launch is not None and launch.config_name:
         validated = Path(r.config.path).stem

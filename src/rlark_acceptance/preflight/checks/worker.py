@@ -106,7 +106,7 @@ def gpu_findings(
     r = ctx.rlinf
     assert r is not None
     for p in r.cluster.problems:
-        yield error(check_id, "placement-invalid", p.message, r.location(_dotted(p.path)))
+        yield error(check_id, "placement-invalid", p.message, r.location(p.path))
     if not is_count(gpus) or gpus <= 0:  # type: ignore[operator]
         yield error(check_id, "gpus-invalid", f"GPU count {gpus!r} is not a positive count", loc)
         return
@@ -137,10 +137,6 @@ def gpu_findings(
             f"requests {gpus} GPUs; the selected node can allocate {cap}",
             loc,
         )
-
-
-def _dotted(path: tuple[object, ...]) -> str:
-    return ".".join(str(p) for p in path)
 
 
 @check("3.3", needs=("worker", "rlinf"))
