@@ -125,3 +125,13 @@ def test_an_unknown_job_normaliser_is_reported_at_the_profiles_line(
     err = capsys.readouterr().err.strip().splitlines()
     assert status == 2 and len(err) == 1
     assert f"{profile}:6:" in err[0] and "site-x" in err[0]
+
+
+def test_a_config_field_of_the_wrong_type_is_a_finding(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = config(tmp_path, "0", "runner:\n  task_type: [x]\n  logger: {log_path: [1]}\n")
+    status, data = run(capsys, "preflight", "--rlinf-config", str(path))
+    assert status == 1
+    codes = {(f["code"], f["location"]) for f in data["findings"]}
+    assert ("config-unloadable", f"{path}:6") in codes, codes

@@ -78,6 +78,15 @@ def evaluate(
     cluster_raw = cfg.resolved("cluster") if cfg.has("cluster") else None
     cluster = summarize_cluster(cluster_raw)
     task_type = _select(cfg, "runner.task_type", problems)
+    if task_type is not None and not isinstance(task_type, str):
+        problems.append(
+            ConfigProblem(
+                f"runner.task_type must be a runner name, not {type(task_type).__name__}",
+                cfg.location("runner.task_type"),
+                fatal=True,
+            )
+        )
+        task_type = None
     log_raw = cfg.raw("runner.logger.log_path")
     log_value = _select(cfg, "runner.logger.log_path", problems)
     log_path = _absolute(log_value, launch)
