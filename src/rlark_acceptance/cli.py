@@ -16,7 +16,7 @@ from typing import Any
 from rlark_acceptance import __version__
 from rlark_acceptance.model.doc_checks import BY_ID, CHECKS
 from rlark_acceptance.model.errors import InputError
-from rlark_acceptance.model.findings import Severity
+from rlark_acceptance.model.findings import Severity, Status
 
 EXIT_OK, EXIT_FINDINGS, EXIT_INPUT = 0, 1, 2
 
@@ -153,12 +153,12 @@ def _print_human(result: Any) -> None:
                 shown_remedy.add(f.check)
                 print(f"      → {BY_ID[f.check].remedy}")
     status = result.check_status()
-    counts = {s: sum(1 for v in status.values() if v == s) for s in ("passed", "failed", "skipped")}
+    counts = {s: sum(1 for v in status.values() if v == s) for s in Status}
     errors = sum(1 for f in result.findings if f.severity == Severity.ERROR)
     warnings = sum(1 for f in result.findings if f.severity == Severity.WARNING)
     print(
-        f"\n{errors} errors, {warnings} warnings; static checks: {counts['passed']} passed, "
-        f"{counts['failed']} failed, {counts['skipped']} not evaluated "
+        f"\n{errors} errors, {warnings} warnings; static checks: {counts[Status.PASSED]} passed, "
+        f"{counts[Status.FAILED]} failed, {counts[Status.SKIPPED]} not evaluated "
         f"(of {sum(1 for c in CHECKS if c.kind != 'runtime')})"
     )
     need = _needs_text(result.coverage())

@@ -12,6 +12,7 @@ Example::
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
@@ -113,6 +114,23 @@ class Job:
 
 
 Normaliser = Callable[[YamlDoc], Job]
+
+
+def under(path: str, root: str) -> bool:
+    """True when container ``path`` lies inside ``root`` (both absolute POSIX paths)."""
+    p = posixpath.normpath(path)
+    r = posixpath.normpath(root)
+    return p == r or p.startswith(r.rstrip("/") + "/")
+
+
+def mount_for(path: str, mounts: list[Mount]) -> Mount | None:
+    """The most specific mount whose container path holds ``path``."""
+    holding = [
+        m
+        for m in mounts
+        if m.container_path and posixpath.isabs(m.container_path) and under(path, m.container_path)
+    ]
+    return max(holding, key=lambda m: len(m.container_path or ""), default=None)
 
 
 def _str_or_none(v: Any) -> str | None:

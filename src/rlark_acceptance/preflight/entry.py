@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from rlark_acceptance.model.doc_checks import CHECKS
-from rlark_acceptance.model.findings import Finding, Location, Severity
+from rlark_acceptance.model.findings import Finding, Location, Severity, Status, Verdict
 from rlark_acceptance.model.job import Job, parse_rendered, read_job, render_job
 from rlark_acceptance.model.profile import NodeSpec, Profile, load_profile
 from rlark_acceptance.preflight.checks import Context, Outcome, run_checks
@@ -34,18 +34,18 @@ class PreflightResult:
         return self.outcome.findings
 
     @property
-    def verdict(self) -> str:
+    def verdict(self) -> Verdict:
         if any(f.check == "0.4" and f.severity == Severity.ERROR for f in self.findings):
-            return "redirect"
+            return Verdict.REDIRECT
         if any(f.severity == Severity.ERROR for f in self.findings):
-            return "fail"
-        return "pass"
+            return Verdict.FAIL
+        return Verdict.PASS
 
     @property
     def exit_status(self) -> int:
-        return 0 if self.verdict == "pass" else 1
+        return 0 if self.verdict == Verdict.PASS else 1
 
-    def check_status(self) -> dict[str, str]:
+    def check_status(self) -> dict[str, Status]:
         return {c.id: self.outcome.status(c.id) for c in CHECKS if c.kind != "runtime"}
 
     def coverage(self) -> dict[str, Any]:

@@ -12,8 +12,7 @@ from rlark_acceptance.rlinf.fingerprint import differences, fingerprint
 
 @check("1.1", needs=("rlinf",))
 def loaded_config_single_node(ctx: Context) -> Iterator[Finding]:
-    r = ctx.rlinf
-    assert r is not None
+    r = ctx.the_rlinf
     for p in r.problems:
         if p.fatal:
             yield error(
@@ -62,8 +61,7 @@ def _launch_loc(ctx: Context) -> Location | None:
 
 @check("1.2", needs=("rlinf",))
 def validated_settings_kept(ctx: Context) -> Iterator[Finding]:
-    r, v = ctx.rlinf, ctx.validated
-    assert r is not None
+    r, v = ctx.the_rlinf, ctx.validated
     if v is None or v is r:
         return
     before = fingerprint(v.config.resolved())
