@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 import warnings
@@ -22,17 +23,35 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from rlark_acceptance.preflight.audit import audit, walk  # noqa: E402
+from rlark_acceptance.rlinf.searchpath import Checkout, checkout_root  # noqa: E402
 
 
-def hydra_anchor(paths: list[Path]) -> tuple[float, int]:
+def launch_env(paths: list[Path]) -> dict[Path, dict[str, str]]:
+    """Per config, the variables its search path names, as the checkout's launch scripts
+    export them (what RLinf's own scripts set before Hydra starts)."""
+    checkouts: dict[Path, Checkout] = {}
+    out: dict[Path, dict[str, str]] = {}
+    for path in paths:
+        names = set(re.findall(r"\$\{oc\.env:(\w+)", path.read_text(errors="replace")))
+        root = checkout_root(path)
+        if root is None or not names:
+            out[path] = {}
+            continue
+        checkout = checkouts.setdefault(root, Checkout(root))
+        found = {n: checkout.lookup(n, path) for n in names}
+        out[path] = {n: e.value for n, e in found.items() if e is not None}
+    return out
+
+
+def hydra_anchor(paths: list[Path], env: dict[Path, dict[str, str]]) -> tuple[float, list[Path]]:
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    failures = 0
+    refused: list[Path] = []
     t0 = time.perf_counter()
     for path in paths:
-        # RLinf's configs name their search path through EMBODIED_PATH.
-        os.environ["EMBODIED_PATH"] = str(path.parent.parent)
+        saved = dict(os.environ)
+        os.environ.update(env.get(path, {}))
         GlobalHydra.instance().clear()
         try:
             with warnings.catch_warnings():
@@ -40,8 +59,11 @@ def hydra_anchor(paths: list[Path]) -> tuple[float, int]:
                 with initialize_config_dir(config_dir=str(path.parent), version_base="1.1"):
                     compose(config_name=path.stem)
         except Exception:
-            failures += 1
-    return time.perf_counter() - t0, failures
+            refused.append(path)
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+    return time.perf_counter() - t0, refused
 
 
 def main() -> int:
@@ -58,14 +80,19 @@ def main() -> int:
         rows = audit(args.dirs)  # a fresh loader each round: no cache carried over
         best = min(best, time.perf_counter() - t0)
     configs = [Path(str(r["path"])) for r in rows]
-    anchor, failures = hydra_anchor(configs)
+    anchor, refused = hydra_anchor(configs, launch_env(configs))
+    flagged = [r for r in rows if r["error"]]
     print(f"yaml files walked:          {len(files)}")
-    print(
-        f"configs with a cluster:     {len(configs)} (errors: {sum(1 for r in rows if r['error'])})"
-    )
+    print(f"configs with a cluster:     {len(configs)} (flagged: {len(flagged)})")
     print(f"rlark-acceptance audit:     {best:.3f} s (best of {args.rounds})")
-    print(f"anchor, Hydra compose:      {anchor:.3f} s ({failures} refused)")
+    print(f"anchor, Hydra compose:      {anchor:.3f} s ({len(refused)} refused)")
     print(f"ratio anchor / ours:        {anchor / best:.1f}x")
+    hydra_refused = set(refused)
+    for r in flagged:
+        mark = "Hydra refuses too" if Path(str(r["path"])) in hydra_refused else "Hydra composes"
+        print(f"  flagged ({mark}): {r['path']}: {str(r['error'])[:160]}")
+    for p in sorted(hydra_refused - {Path(str(r["path"])) for r in flagged}):
+        print(f"  NOT flagged, Hydra refuses: {p}")
     return 0
 
 

@@ -40,7 +40,8 @@ def test_preflight_json_follows_the_contract() -> None:
     out = cli("preflight", "--profile", str(PROFILE), "--json")
     assert out.returncode == 0, out.stdout + out.stderr
     data = json.loads(out.stdout)
-    assert set(data) == {"verdict", "rlinf", "findings"}
+    # CONTRACT §3, plus the additive "coverage" (what was judged).
+    assert set(data) == {"verdict", "rlinf", "findings", "coverage"}
     assert data["verdict"] == "pass"
     assert set(data["rlinf"]) == CLASSIFICATION | {"path", "logPath", "checkpointDir"}
     assert data["rlinf"]["checkpointDir"] == "/mnt/ckpt/logs/smoke_ppo_mlp/checkpoints"

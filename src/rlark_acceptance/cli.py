@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 from rlark_acceptance import __version__
 from rlark_acceptance.model.doc_checks import BY_ID, CHECKS
 from rlark_acceptance.model.errors import InputError
-from rlark_acceptance.model.findings import Severity
+from rlark_acceptance.model.findings import Severity, Status
 
 EXIT_OK, EXIT_FINDINGS, EXIT_INPUT = 0, 1, 2
 
@@ -78,6 +79,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("rlark-acceptance: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (``| head``): nothing more to say, and no traceback.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_FINDINGS
 
 
 def _preflight(args: argparse.Namespace) -> int:
@@ -124,7 +129,9 @@ def _print_human(result: Any) -> None:
     from rlark_acceptance.preflight.entry import sorted_findings
 
     verdict = result.verdict.upper()
-    print(f"pre-flight: {verdict}  ({result.config_path or 'no RLinf config'})")
+    cov = result.coverage()
+    judged = f"{cov['evaluated']} of {cov['static']} static checks judged"
+    print(f"pre-flight: {verdict}  ({result.config_path or 'no RLinf config'}; {judged})")
     r = result.rlinf
     if r is not None:
         need = "all" if r.cluster.gpus_all else r.cluster.gpus_required
@@ -146,14 +153,27 @@ def _print_human(result: Any) -> None:
                 shown_remedy.add(f.check)
                 print(f"      → {BY_ID[f.check].remedy}")
     status = result.check_status()
-    counts = {s: sum(1 for v in status.values() if v == s) for s in ("passed", "failed", "skipped")}
+    counts = {s: sum(1 for v in status.values() if v == s) for s in Status}
     errors = sum(1 for f in result.findings if f.severity == Severity.ERROR)
     warnings = sum(1 for f in result.findings if f.severity == Severity.WARNING)
     print(
-        f"\n{errors} errors, {warnings} warnings; static checks: {counts['passed']} passed, "
-        f"{counts['failed']} failed, {counts['skipped']} not evaluated "
+        f"\n{errors} errors, {warnings} warnings; static checks: {counts[Status.PASSED]} passed, "
+        f"{counts[Status.FAILED]} failed, {counts[Status.SKIPPED]} not evaluated "
         f"(of {sum(1 for c in CHECKS if c.kind != 'runtime')})"
     )
+    need = _needs_text(result.coverage())
+    if need:
+        print(f"not evaluated: {need}")
+
+
+def _needs_text(coverage: dict[str, Any]) -> str:
+    parts = [
+        (coverage["needJob"], "the Job YAML (--job)"),
+        (coverage["needProfile"], "a profile's runInfo (--profile)"),
+        (coverage["needCluster"], "the cluster (--cluster or --nodes)"),
+        (coverage["needConfig"], "the RLinf config"),
+    ]
+    return "; ".join(f"{n} need {what}" for n, what in parts if n)
 
 
 def _configs(args: argparse.Namespace) -> int:

@@ -14,16 +14,27 @@ from omegaconf import OmegaConf
 
 from rlark_acceptance.rlinf.config import ConfigLoader, Override
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "data" / "rlinf-configs" / "examples"
+CHECKOUT = Path(__file__).resolve().parents[1] / "data" / "rlinf-configs"
+EXAMPLES = CHECKOUT / "examples"
 
 TOP_LEVEL = sorted(EXAMPLES.glob("embodiment/config/*.yaml")) + sorted(
     EXAMPLES.glob("reasoning/config/*/*.yaml")
 )
+# Configs that find their defaults through hydra.searchpath and ${oc.env:...}.
+SEARCH_PATH = sorted(CHECKOUT.glob("evaluations/*/*.yaml")) + sorted(
+    CHECKOUT.glob("tests/e2e_tests/*/*.yaml")
+)
+
+
+@pytest.fixture(autouse=True)
+def launch_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The variables RLinf's launch scripts export before Hydra starts."""
+    monkeypatch.setenv("EMBODIED_PATH", str(EXAMPLES / "embodiment"))
+    monkeypatch.setenv("REPO_PATH", str(CHECKOUT))
 
 
 def hydra_compose(path: Path, overrides: list[str] = ()) -> dict[str, Any] | str:  # type: ignore[assignment]
     """Hydra's own answer: the composed config, or the first line of its error."""
-    os.environ["EMBODIED_PATH"] = str(EXAMPLES / "embodiment")
     GlobalHydra.instance().clear()
     try:
         with warnings.catch_warnings():
@@ -54,9 +65,10 @@ def assert_same_as_hydra(path: Path, overrides: list[str] = ()) -> None:  # type
 
 def test_the_sample_is_complete() -> None:
     assert len(TOP_LEVEL) >= 50
+    assert len(SEARCH_PATH) >= 8
 
 
-@pytest.mark.parametrize("path", TOP_LEVEL, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", TOP_LEVEL + SEARCH_PATH, ids=lambda p: p.name)
 def test_composition_equals_hydra(path: Path) -> None:
     assert_same_as_hydra(path)
 

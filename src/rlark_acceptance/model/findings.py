@@ -13,6 +13,22 @@ class Severity(enum.StrEnum):
     INFO = "info"
 
 
+class Status(enum.StrEnum):
+    """A check's result in a pre-flight or a run (CONTRACT §4: passed | failed | skipped)."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+
+class Verdict(enum.StrEnum):
+    """The pre-flight's verdict (CONTRACT §3: pass | fail | redirect)."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    REDIRECT = "redirect"
+
+
 @dataclass(frozen=True, order=True)
 class Location:
     """``file:line`` of the YAML node a finding is about (line is 1-based)."""

@@ -13,50 +13,61 @@ from pathlib import Path
 from typing import Any
 
 from rlark_acceptance.model.errors import InputError
-from rlark_acceptance.model.profile import NodeSpec
-from rlark_acceptance.model.yamlsrc import load_yaml
+from rlark_acceptance.model.profile import NodeSpec, parse_node
+from rlark_acceptance.model.yamlsrc import YamlDoc, load_yaml
 
 GPU_RESOURCE = "nvidia.com/gpu"
 
 
-def node_from_k8s(item: dict[str, Any]) -> NodeSpec:
-    """A Kubernetes Node object, reduced to what the checks read."""
-    meta = item.get("metadata") or {}
-    status = item.get("status") or {}
-    spec = item.get("spec") or {}
+def node_from_k8s(item: dict[str, Any], doc: YamlDoc | None = None, *keys: Any) -> NodeSpec:
+    """A Kubernetes Node object, reduced to what the checks read; wrong shapes are refused."""
+
+    def part(value: Any, key: str, kind: type, *where: Any) -> Any:
+        if value is None:
+            return kind()
+        if not isinstance(value, kind):
+            place = str(doc.loc(*keys, *where)) if doc else "node"
+            raise InputError(place, f"node {'.'.join(map(str, where))} must be a {kind.__name__}")
+        return value
+
+    meta = part(item.get("metadata"), "metadata", dict, "metadata")
+    status = part(item.get("status"), "status", dict, "status")
+    spec = part(item.get("spec"), "spec", dict, "spec")
+    labels = part(meta.get("labels"), "labels", dict, "metadata", "labels")
+    conditions = part(status.get("conditions"), "conditions", list, "status", "conditions")
+    allocatable = part(status.get("allocatable"), "allocatable", dict, "status", "allocatable")
     ready = any(
-        c.get("type") == "Ready" and c.get("status") == "True"
-        for c in status.get("conditions") or []
+        isinstance(c, dict) and c.get("type") == "Ready" and c.get("status") == "True"
+        for c in conditions
     )
-    allocatable = status.get("allocatable") or {}
+    raw_gpus = str(allocatable.get(GPU_RESOURCE, "0")) or "0"
+    if not raw_gpus.isdigit() or len(raw_gpus) > 6:
+        place = str(doc.loc(*keys, "status", "allocatable")) if doc else "node"
+        raise InputError(place, f"node allocatable {GPU_RESOURCE} {raw_gpus!r} is not a count")
     return NodeSpec(
         name=str(meta.get("name", "")),
-        labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
-        gpus=int(str(allocatable.get(GPU_RESOURCE, "0")) or 0),
+        labels={str(k): str(v) for k, v in labels.items()},
+        gpus=int(raw_gpus),
         ready=ready,
-        schedulable=not spec.get("unschedulable", False),
+        schedulable=spec.get("unschedulable", False) is not True,
     )
 
 
 def load_inventory(path: str | Path) -> list[NodeSpec]:
     doc = load_yaml(path, require_mapping=False)
     data = doc.data
-    try:
-        if isinstance(data, dict) and data.get("kind") in ("NodeList", "List"):
-            return [node_from_k8s(i) for i in data.get("items") or []]
-        if isinstance(data, dict) and data.get("kind") == "Node":
-            return [node_from_k8s(data)]
-        if isinstance(data, list):
-            return [
-                NodeSpec(
-                    name=str(n["name"]),
-                    labels={str(k): str(v) for k, v in (n.get("labels") or {}).items()},
-                    gpus=int(n.get("gpus", 0)),
-                    ready=bool(n.get("ready", True)),
-                    schedulable=bool(n.get("schedulable", True)),
-                )
-                for n in data
-            ]
-    except (KeyError, TypeError, ValueError) as exc:
-        raise InputError(str(path), f"not a node inventory: {exc}") from None
+    if isinstance(data, dict) and data.get("kind") in ("NodeList", "List"):
+        items = data.get("items") or []
+        if not isinstance(items, list):
+            raise InputError(str(doc.loc("items")), "items must be a list of Nodes")
+        nodes = []
+        for i, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise InputError(str(doc.loc("items", i)), "a Node must be a mapping")
+            nodes.append(node_from_k8s(item, doc, "items", i))
+        return nodes
+    if isinstance(data, dict) and data.get("kind") == "Node":
+        return [node_from_k8s(data, doc)]
+    if isinstance(data, list):
+        return [parse_node(doc, n, i, default_name="") for i, n in enumerate(data)]
     raise InputError(str(path), "not a node inventory: expected a NodeList or a list of nodes")

@@ -12,6 +12,7 @@ Example::
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
@@ -115,6 +116,23 @@ class Job:
 Normaliser = Callable[[YamlDoc], Job]
 
 
+def under(path: str, root: str) -> bool:
+    """True when container ``path`` lies inside ``root`` (both absolute POSIX paths)."""
+    p = posixpath.normpath(path)
+    r = posixpath.normpath(root)
+    return p == r or p.startswith(r.rstrip("/") + "/")
+
+
+def mount_for(path: str, mounts: list[Mount]) -> Mount | None:
+    """The most specific mount whose container path holds ``path``."""
+    holding = [
+        m
+        for m in mounts
+        if m.container_path and posixpath.isabs(m.container_path) and under(path, m.container_path)
+    ]
+    return max(holding, key=lambda m: len(m.container_path or ""), default=None)
+
+
 def _str_or_none(v: Any) -> str | None:
     return None if v is None else str(v)
 
@@ -138,6 +156,17 @@ def normalise_contract_v1alpha1(doc: YamlDoc) -> Job:
     roles = [
         _role(doc, i, r, problems) for i, r in enumerate(raw_roles or []) if isinstance(r, dict)
     ]
+    _shape(doc, data, (), _TOP_SHAPE, problems)
+    if isinstance(raw_meta, dict):
+        _shape(doc, raw_meta, ("metadata",), _META_SHAPE, problems)
+    _shape(doc, spec, ("spec",), _SPEC_SHAPE, problems)
+    for i, r in enumerate(raw_roles or []):
+        if isinstance(r, dict):
+            _shape(doc, r, ("spec", "roles", i), _ROLE_SHAPE, problems)
+        else:
+            problems.append(
+                ShapeProblem("2.3", "a role must be a mapping", doc.loc("spec", "roles", i))
+            )
     run_script = spec.get("runScript")
     if run_script is not None and not isinstance(run_script, str):
         problems.append(ShapeProblem("4.4", "runScript must be text", doc.loc("spec", "runScript")))
@@ -155,6 +184,90 @@ def normalise_contract_v1alpha1(doc: YamlDoc) -> Job:
         doc=doc,
         problems=problems,
     )
+
+
+# The most GPUs one Worker can request: far above any node, far below an overflow.
+MAX_GPUS = 1024
+_TEXT = (str,)
+_OPT_TEXT = (str, type(None))
+_COUNT = (int,)
+
+# field -> (check, accepted types, what it must be); a field that is absent is not judged
+# here (the checks say what a missing field means).
+_Shape = dict[str, tuple[str, tuple[type, ...], str]]
+_TOP_SHAPE: _Shape = {
+    "apiVersion": ("5.1", _TEXT, "text"),
+    "kind": ("5.1", _TEXT, "text"),
+    "metadata": ("2.1", (dict,), "a mapping"),
+}
+_META_SHAPE: _Shape = {
+    "name": ("2.1", _TEXT, "text"),
+    "namespace": ("2.1", _TEXT, "text"),
+    "labels": ("2.1", (dict, type(None)), "a mapping"),
+}
+_SPEC_SHAPE: _Shape = {
+    "taskType": ("2.2", _TEXT, "text"),
+    "headRole": ("4.1", _TEXT, "text"),
+    "crossClusterNetwork": ("4.2", _OPT_TEXT, "text"),
+    "sshPublicKey": ("4.3", _OPT_TEXT, "text"),
+    "tensorboard": ("4.5", (dict, type(None)), "a mapping"),
+}
+_ROLE_SHAPE: _Shape = {
+    "name": ("2.3", _TEXT, "text"),
+    "header": ("2.4", (bool,), "true or false"),
+    "replicas": ("5.2", _COUNT, "a count"),
+    "cluster": ("3.1", _TEXT, "text"),
+    "nodeSelector": ("3.2", (dict, type(None)), "a mapping of label: value"),
+    "gpus": ("3.3", _COUNT, "a count"),
+    "image": ("3.4", _TEXT, "text"),
+    "prepareScript": ("3.5", _OPT_TEXT, "text"),
+    "resources": ("0.4", (dict, type(None)), "a mapping"),
+}
+
+
+def _shape(
+    doc: YamlDoc,
+    data: dict[str, Any],
+    path: tuple[Any, ...],
+    shape: _Shape,
+    problems: list[ShapeProblem],
+) -> None:
+    """A problem for each field whose value is not of the form CONTRACT §1 gives it."""
+    for key, (check, types, what) in shape.items():
+        if key not in data:
+            continue
+        value = data[key]
+        where = ".".join(str(p) for p in (*path, key))
+        # YAML's true is an int to Python; only a field that takes booleans accepts it.
+        ok = isinstance(value, types) and (bool in types or not isinstance(value, bool))
+        if not ok:
+            problems.append(ShapeProblem(check, f"{where} must be {what}", doc.loc(*path, key)))
+        elif types is _COUNT and not 0 <= value <= MAX_GPUS:
+            problems.append(
+                ShapeProblem(
+                    check, f"{where} {value} is not a plausible count", doc.loc(*path, key)
+                )
+            )
+    if shape is _TOP_SHAPE:
+        for key, want in (("apiVersion", "rlark.io/v1alpha1"), ("kind", "Job")):
+            if isinstance(data.get(key), str) and data[key] != want:
+                problems.append(
+                    ShapeProblem(
+                        "5.1",
+                        f"{key} {data[key]!r}: the console exports {key}: {want} (CONTRACT §1)",
+                        doc.loc(key),
+                    )
+                )
+    if shape is _ROLE_SHAPE and isinstance(data.get("nodeSelector"), dict):
+        for k, v in data["nodeSelector"].items():
+            if not isinstance(v, str | int | float) or isinstance(v, bool):
+                problems.append(
+                    ShapeProblem(
+                        "3.2",
+                        f"nodeSelector {k}: a label value must be text",
+                        doc.loc(*path, "nodeSelector", k),
+                    )
+                )
 
 
 def _role(doc: YamlDoc, i: int, r: dict[str, Any], problems: list[ShapeProblem]) -> Role:
@@ -214,22 +327,26 @@ def _role(doc: YamlDoc, i: int, r: dict[str, Any], problems: list[ShapeProblem])
     )
 
 
-def normaliser(name: str | None = None) -> Normaliser:
-    """The built-in normaliser, or one a site registered under ``rlark_acceptance.normalisers``."""
+def normaliser(name: str | None = None, where: str | None = None) -> Normaliser:
+    """The built-in normaliser, or one a site registered under ``rlark_acceptance.normalisers``.
+
+    ``where`` is the place that named it (``profile.yaml:12``, ``--job-normaliser``), which
+    an unknown name is reported at.
+    """
     if not name or name == "contract-v1alpha1":
         return normalise_contract_v1alpha1
     for ep in entry_points(group="rlark_acceptance.normalisers"):
         if ep.name == name:
             fn: Normaliser = ep.load()
             return fn
-    raise InputError(name, "no Job YAML normaliser of that name is installed")
+    raise InputError(where or name, f"no Job YAML normaliser {name!r} is installed (jobNormaliser)")
 
 
 def read_job(path: str, *, normaliser_name: str | None = None, shown: str | None = None) -> Job:
     doc = load_yaml(path)
     if shown:
         doc.path = shown
-    return normaliser(normaliser_name)(doc)
+    return normaliser(normaliser_name, "--job-normaliser")(doc)
 
 
 def render_job(

@@ -6,12 +6,14 @@ credentials come from the environment and the standard chains.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rlark_acceptance.model.errors import InputError
 from rlark_acceptance.model.findings import Location
+from rlark_acceptance.model.keypath import dotted
 from rlark_acceptance.model.yamlsrc import YamlDoc, load_yaml
 
 DEFAULT_TIMEOUTS = {"scheduled": 300.0, "rayHead": 600.0, "firstSignal": 1800.0, "output": 3600.0}
@@ -82,6 +84,43 @@ class Profile:
         return f"Profile({self.name!r}, {str(self.path)!r}, adapter={self.target.adapter!r})"
 
 
+# The most GPUs one node can have: far above any real node, far below an overflow.
+MAX_NODE_GPUS = 1024
+
+
+def parse_node(doc: YamlDoc, raw: Any, *keys: Any, default_name: str = "local-node") -> NodeSpec:
+    """One ``{name, gpus, labels, ready, schedulable}`` entry, each field checked at its line."""
+    where = dotted(keys) or "node"
+    if not isinstance(raw, dict):
+        raise InputError(str(doc.loc(*keys)), f"{where} must be a mapping of name, gpus, labels")
+    name = raw.get("name", default_name)
+    if not isinstance(name, str) or not name:
+        raise InputError(str(doc.loc(*keys, "name")), f"{where}.name must be text")
+    gpus = raw.get("gpus", 0)
+    if not isinstance(gpus, int) or isinstance(gpus, bool) or not 0 <= gpus <= MAX_NODE_GPUS:
+        raise InputError(str(doc.loc(*keys, "gpus")), f"{where}.gpus must be a count")
+    labels = raw.get("labels") or {}
+    if not isinstance(labels, dict) or any(
+        isinstance(v, dict | list) or v is None for v in labels.values()
+    ):
+        raise InputError(
+            str(doc.loc(*keys, "labels")), f"{where}.labels must be a mapping of label: value"
+        )
+    flags = {}
+    for flag in ("ready", "schedulable"):
+        value = raw.get(flag, True)
+        if not isinstance(value, bool):
+            raise InputError(str(doc.loc(*keys, flag)), f"{where}.{flag} must be true or false")
+        flags[flag] = value
+    return NodeSpec(
+        name=name,
+        labels={str(k): str(v) for k, v in labels.items()} or {"kubernetes.io/hostname": name},
+        gpus=gpus,
+        ready=flags["ready"],
+        schedulable=flags["schedulable"],
+    )
+
+
 def _section(doc: YamlDoc, key: str) -> dict[str, Any]:
     value = doc.data.get(key)
     if value is None:
@@ -105,27 +144,17 @@ def load_profile(path: str | Path) -> Profile:
     doc = load_yaml(p)
     base = p.parent
     target_raw = _section(doc, "target")
-    node = None
     node_raw = target_raw.get("node")
-    if isinstance(node_raw, dict):
-        labels = node_raw.get("labels") or {}
-        gpus = node_raw.get("gpus", 0)
-        if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 0:
-            raise InputError(
-                str(doc.loc("target", "node", "gpus")), "target.node.gpus must be a count"
-            )
-        name = str(node_raw.get("name") or "local-node")
-        node = NodeSpec(
-            name=name,
-            labels={str(k): str(v) for k, v in labels.items()} or {"kubernetes.io/hostname": name},
-            gpus=gpus,
-        )
+    node = None if node_raw is None else parse_node(doc, node_raw, "target", "node")
     known = {"adapter", "kubeconfig", "context", "namespace", "node"}
+    adapter = _text(doc, target_raw.get("adapter"), "target", "adapter") or "local"
+    _known_adapter(adapter, doc)
     target = Target(
-        adapter=str(target_raw.get("adapter") or "local"),
+        adapter=adapter,
         kubeconfig=_str(_path(base, target_raw.get("kubeconfig"), doc, "target", "kubeconfig")),
-        context=_str(target_raw.get("context")),
-        namespace=str(target_raw.get("namespace") or "rlinf-acceptance"),
+        context=_text(doc, target_raw.get("context"), "target", "context"),
+        namespace=_text(doc, target_raw.get("namespace"), "target", "namespace")
+        or "rlinf-acceptance",
         node=node,
         options={k: v for k, v in target_raw.items() if k not in known},
     )
@@ -150,23 +179,65 @@ def load_profile(path: str | Path) -> Profile:
     )
     timeouts = dict(DEFAULT_TIMEOUTS)
     for k, v in _section(doc, "timeouts").items():
-        if not isinstance(v, int | float) or isinstance(v, bool) or v <= 0:
+        bad = not isinstance(v, int | float) or isinstance(v, bool)
+        if bad or not math.isfinite(v) or v <= 0:
             raise InputError(str(doc.loc("timeouts", k)), f"timeouts.{k} must be positive seconds")
         timeouts[str(k)] = float(v)
     safety = _section(doc, "safety")
+    confirmed = safety.get("realRobotConfirmed", False)
+    if not isinstance(confirmed, bool):
+        raise InputError(
+            str(doc.loc("safety", "realRobotConfirmed")),
+            "safety.realRobotConfirmed must be true or false",
+        )
+    config = _path(base, rlinf.get("config"), doc, "rlinf", "config")
+    if config is None:
+        raise InputError(
+            str(doc.loc("rlinf", "config")),
+            "rlinf.config is missing: the profile names the validated RLinf YAML",
+        )
+    for key in ("image", "startCommand", "prepareCommand", "expectedOutput", "expectedNode"):
+        _text(doc, ri.get(key), "runInfo", key)
+    job_normaliser = _str(doc.data.get("jobNormaliser"))
+    if job_normaliser is not None:
+        from rlark_acceptance.model.job import normaliser
+
+        normaliser(job_normaliser, str(doc.loc("jobNormaliser")))  # unknown: at its line
     return Profile(
         path=p,
         doc=doc,
-        name=str(doc.data.get("name") or p.stem),
+        name=_text(doc, doc.data.get("name"), "name") or p.stem,
         target=target,
-        rlinf_config=_path(base, rlinf.get("config"), doc, "rlinf", "config"),
+        rlinf_config=config,
         rlinf_config_dir=_path(base, rlinf.get("configDir"), doc, "rlinf", "configDir"),
         overrides=overrides,
         job=_path(base, doc.data.get("job"), doc, "job"),
         run_info=run_info,
-        real_robot_confirmed=safety.get("realRobotConfirmed") is True,
+        real_robot_confirmed=confirmed,
         timeouts=timeouts,
-        job_normaliser=_str(doc.data.get("jobNormaliser")),
+        job_normaliser=job_normaliser,
+    )
+
+
+def _text(doc: YamlDoc, value: Any, *keys: str) -> str | None:
+    """A text field (numbers are taken as written); a mapping or list is refused at its line."""
+    if value is None:
+        return None
+    if isinstance(value, dict | list | bool):
+        raise InputError(str(doc.loc(*keys)), f"{'.'.join(keys)} must be text")
+    return str(value)
+
+
+def _known_adapter(name: str, doc: YamlDoc) -> None:
+    if name in ("local", "kubernetes"):
+        return
+    from importlib.metadata import entry_points
+
+    if any(ep.name == name for ep in entry_points(group="rlark_acceptance.adapters")):
+        return
+    raise InputError(
+        str(doc.loc("target", "adapter")),
+        f"target.adapter {name!r}: not local, kubernetes or an installed adapter plugin",
     )
 
 

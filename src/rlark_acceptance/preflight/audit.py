@@ -62,6 +62,9 @@ def audit_one(loader: ConfigLoader, path: Path) -> dict[str, Any] | None:
         eff = evaluate(loader, path)
     except InputError as exc:
         return _row(path, error=str(exc))
+    except RecursionError:
+        # The parse bounds depth; kept so one file can never stop the audit of the others.
+        return _row(path, error=f"{path}: nested too deeply to compose")
     if not eff.config.has("cluster"):
         return None
     errors = [p.message for p in eff.config.problems if p.fatal]
@@ -75,5 +78,5 @@ def audit_one(loader: ConfigLoader, path: Path) -> dict[str, Any] | None:
         singleNode=eff.num_nodes == 1 and not reasons,
         realRobot=eff.cluster.real_robot,
         redirectReasons=reasons,
-        error="; ".join(errors) or None,
+        error="; ".join(dict.fromkeys(errors)) or None,
     )

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rlark_acceptance.model.doc_checks import CHECKS
-from rlark_acceptance.model.findings import Finding, Location, Severity
+from rlark_acceptance.model.findings import Finding, Location, Severity, Status, Verdict
 from rlark_acceptance.model.job import Job, parse_rendered, read_job, render_job
 from rlark_acceptance.model.profile import NodeSpec, Profile, load_profile
 from rlark_acceptance.preflight.checks import Context, Outcome, run_checks
@@ -33,25 +34,50 @@ class PreflightResult:
         return self.outcome.findings
 
     @property
-    def verdict(self) -> str:
+    def verdict(self) -> Verdict:
         if any(f.check == "0.4" and f.severity == Severity.ERROR for f in self.findings):
-            return "redirect"
+            return Verdict.REDIRECT
         if any(f.severity == Severity.ERROR for f in self.findings):
-            return "fail"
-        return "pass"
+            return Verdict.FAIL
+        return Verdict.PASS
 
     @property
     def exit_status(self) -> int:
-        return 0 if self.verdict == "pass" else 1
+        return 0 if self.verdict == Verdict.PASS else 1
 
-    def check_status(self) -> dict[str, str]:
+    def check_status(self) -> dict[str, Status]:
         return {c.id: self.outcome.status(c.id) for c in CHECKS if c.kind != "runtime"}
+
+    def coverage(self) -> dict[str, Any]:
+        """What was judged: evaluated static checks, and what the others need.
+
+        A check that lacks several inputs counts under the first of job, profile, cluster,
+        config: the one to supply first.
+        """
+        static = [c.id for c in CHECKS if c.kind != "runtime"]
+        missing = self.outcome.not_evaluated()
+        needs = {"job": 0, "profile": 0, "cluster": 0, "config": 0}
+        for check_id in static:
+            lacking = missing.get(check_id, set())
+            for group in needs:
+                if group in lacking:
+                    needs[group] += 1
+                    break
+        return {
+            "evaluated": sum(1 for c in static if c in self.outcome.evaluated),
+            "static": len(static),
+            "needJob": needs["job"],
+            "needProfile": needs["profile"],
+            "needCluster": needs["cluster"],
+            "needConfig": needs["config"],
+        }
 
     def to_json(self) -> dict[str, Any]:
         return {
             "verdict": self.verdict,
             "rlinf": rlinf_json(self.rlinf, self.config_path),
             "findings": [f.to_json() for f in sorted_findings(self.findings)],
+            "coverage": self.coverage(),
         }
 
 
@@ -101,7 +127,7 @@ def _job_from_profile(profile: Profile) -> Job:
 
 def _shown(p: Path) -> str:
     try:
-        return str(p.resolve().relative_to(Path.cwd()))
+        return str(Path(os.path.realpath(p)).relative_to(Path.cwd()))
     except ValueError:
         return str(p)
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
+import posixpath
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -36,7 +37,11 @@ from omegaconf.errors import OmegaConfBaseException
 
 from rlark_acceptance.model.errors import InputError
 from rlark_acceptance.model.findings import Location
-from rlark_acceptance.model.yamlsrc import YamlDoc, load_yaml
+from rlark_acceptance.model.keypath import KeyPath
+from rlark_acceptance.model.keypath import dotted as dotted_key
+from rlark_acceptance.model.keypath import parse as parse_key
+from rlark_acceptance.model.yamlsrc import MAX_DEPTH, YamlDoc, parse_yaml, read_text
+from rlark_acceptance.rlinf.searchpath import Checkout, checkout_root, resolve_entry
 
 _MISSING = object()
 _SLOW = object()
@@ -86,6 +91,8 @@ class RLinfConfig:
     layers: list[_Layer] = field(default_factory=list)
     applied: dict[str, Override] = field(default_factory=dict)  # dotted key -> override
     problems: list[ConfigProblem] = field(default_factory=list)
+    search: list[Path] = field(default_factory=list)  # where defaults are looked up
+    unset: list[str] = field(default_factory=list)  # search path variables not known
     _cfg: DictConfig | None = None
 
     def __repr__(self) -> str:  # the config may hold secrets (wandb.api_key): never its values
@@ -208,28 +215,36 @@ class RLinfConfig:
         if not any(p.message == message for p in self.problems):
             self.problems.append(ConfigProblem(message, self.location(dotted)))
 
-    def location(self, dotted: str) -> Location:
-        """Where the effective value of ``dotted`` was written: an override or a file line."""
-        for key, ov in self.applied.items():
-            if (dotted == key or dotted.startswith(key + ".")) and ov.origin:
+    def location(self, key: str | KeyPath) -> Location:
+        """Where the effective value at ``key`` was written: an override or a file line.
+
+        ``key`` is a dotted key (``cluster.node_groups[1].label``) or a ``KeyPath``; list
+        items are followed too, so a finding inside a list points at the item's line.
+        """
+        path = parse_key(key) if isinstance(key, str) else tuple(key)
+        text = dotted_key(path)
+        for applied, ov in self.applied.items():
+            if (text == applied or text.startswith((applied + ".", applied + "["))) and ov.origin:
                 return ov.origin
-        parts = dotted.split(".")
         for layer in reversed(self.layers):
-            pkg = layer.package.split(".") if layer.package else []
-            if parts[: len(pkg)] != pkg:
+            pkg = tuple(layer.package.split(".")) if layer.package else ()
+            if path[: len(pkg)] != pkg:
                 continue
-            rel = tuple(parts[len(pkg) :])
-            node: Any = layer.doc.data
-            found = True
-            for part in rel:
-                if isinstance(node, dict) and part in node:
-                    node = node[part]
-                else:
-                    found = False
-                    break
-            if found:
+            rel = path[len(pkg) :]
+            if _holds(layer.doc.data, rel):
                 return layer.doc.loc(*rel)
-        return self.primary.loc(*parts)
+        return self.primary.loc(*path)
+
+
+def _holds(data: Any, path: KeyPath) -> bool:
+    """True when ``path`` leads to a node of ``data`` through mappings and lists."""
+    node = data
+    for part in path:
+        in_list = isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+        if not in_list and not (isinstance(node, dict) and part in node):
+            return False
+        node = node[part]
+    return True
 
 
 class Unresolved(Exception):
@@ -247,16 +262,17 @@ class ConfigLoader:
         self._docs: dict[Path, YamlDoc] = {}
         self._headers: dict[Path, str | None] = {}
         self._parser = OverridesParser.create()
+        self._checkouts: dict[Path, Checkout] = {}
 
     def _header(self, path: Path) -> str | None:
-        if path not in self._headers:
-            self._headers[path] = _package_header(path)
-        return self._headers[path]
+        return self._headers.get(Path(os.path.realpath(path)))
 
     def doc(self, path: Path) -> YamlDoc:
-        key = path.resolve()
+        key = Path(os.path.realpath(path))
         if key not in self._docs:
-            self._docs[key] = load_yaml(path)
+            text = read_text(path)
+            self._docs[key] = parse_yaml(text, str(path))
+            self._headers[key] = _package_header(text)
         return self._docs[key]
 
     def load(
@@ -276,9 +292,10 @@ class ConfigLoader:
         primary = self.doc(p)
         if shown is not None and shown != primary.path:
             primary = dataclasses.replace(primary, path=shown)
-        search = Path(config_dir) if config_dir else p.parent
         cfg = RLinfConfig(path=primary.path, primary=primary, data={})
         parsed = self._parse_overrides(list(overrides), cfg)
+        search = self._search_path(cfg, p, Path(config_dir) if config_dir else p.parent, parsed)
+        cfg.search = search
         group_choices = {
             (o.key_or_group, o.package): (o, src)
             for o, src in parsed
@@ -303,8 +320,78 @@ class ConfigLoader:
         for o, src in parsed:
             if (o.key_or_group, o.package) in group_choices:
                 continue
+            if o.key_or_group == "hydra" or o.key_or_group.startswith("hydra."):
+                self._check_hydra_override(cfg, o, src)
+                continue
             self._apply(cfg, o, src)
         return cfg
+
+    # -- search path ------------------------------------------------------------------
+
+    def _search_path(
+        self,
+        cfg: RLinfConfig,
+        path: Path,
+        main: Path,
+        parsed: list[tuple[HydraOverride, Override]],
+    ) -> list[Path]:
+        """The folders defaults are looked up in: the config's own, then ``hydra.searchpath``.
+
+        Hydra appends the primary config's ``hydra.searchpath`` (or a command-line
+        ``hydra.searchpath=[...]``, which replaces it) after the config's folder.
+        """
+        entries: Any = None
+        where = cfg.primary.loc("hydra", "searchpath")
+        for o, src in parsed:
+            if o.key_or_group == "hydra.searchpath" and o.type != OverrideType.DEL:
+                entries, where = o.value(), src.origin or where
+        if entries is None:
+            hydra = cfg.primary.data.get("hydra") if isinstance(cfg.primary.data, dict) else None
+            entries = hydra.get("searchpath") if isinstance(hydra, dict) else None
+        dirs = [main]
+        if entries is None:
+            return dirs
+        if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
+            cfg.problems.append(
+                ConfigProblem("hydra.searchpath must be a list of strings", where, fatal=True)
+            )
+            return dirs
+        checkout = self._checkout(path)
+        for i, text in enumerate(entries):
+            entry = resolve_entry(text, path, os.environ, checkout)
+            if entry.problem:
+                # Hydra stops here, but RLinf's launch scripts always set the variable: what
+                # matters is whether a default then goes missing (fatal, below).
+                loc = cfg.primary.loc("hydra", "searchpath", i) if where.line else where
+                cfg.problems.append(ConfigProblem(entry.problem, loc, fatal=entry.unset is None))
+                if entry.unset:
+                    cfg.unset.append(entry.unset)
+            elif entry.path is not None:
+                dirs.append(entry.path)
+        return dirs
+
+    def _checkout(self, config: Path) -> Checkout | None:
+        root = checkout_root(config)
+        if root is None:
+            return None
+        if root not in self._checkouts:
+            self._checkouts[root] = Checkout(root)
+        return self._checkouts[root]
+
+    def _check_hydra_override(self, cfg: RLinfConfig, o: HydraOverride, src: Override) -> None:
+        """``hydra.run.dir=...`` and friends go to Hydra's own config, checked against it."""
+        key = o.key_or_group
+        if key == "hydra.searchpath":
+            return
+        exists = key == "hydra" or _has_key(_hydra_schema(), key.removeprefix("hydra."))
+        if o.type == OverrideType.CHANGE and not exists:
+            cfg.problems.append(
+                ConfigProblem(
+                    f"override {src.text!r}: Hydra's own config has no {key}; Hydra refuses it",
+                    src.origin,
+                    fatal=True,
+                )
+            )
 
     # -- overrides --------------------------------------------------------------------
 
@@ -313,9 +400,19 @@ class ConfigLoader:
     ) -> list[tuple[HydraOverride, Override]]:
         out: list[tuple[HydraOverride, Override]] = []
         for ov in overrides:
+            if _nesting(ov.text) > MAX_DEPTH:
+                # Hydra's grammar recurses per bracket: refuse before it hits the limit.
+                cfg.problems.append(
+                    ConfigProblem(
+                        f"override {ov.text[:60]!r}... is nested deeper than {MAX_DEPTH} levels",
+                        ov.origin,
+                        fatal=True,
+                    )
+                )
+                continue
             try:
                 (parsed,) = self._parser.parse_overrides([ov.text])
-            except (HydraException, ValueError) as exc:
+            except (HydraException, ValueError, RecursionError) as exc:
                 cfg.problems.append(
                     ConfigProblem(
                         f"override {ov.text!r} is not valid Hydra syntax: {_short(exc)}",
@@ -336,13 +433,13 @@ class ConfigLoader:
             out.append((parsed, ov))
         return out
 
-    def _is_group_override(self, o: HydraOverride, primary: YamlDoc, search: Path) -> bool:
+    def _is_group_override(self, o: HydraOverride, primary: YamlDoc, search: list[Path]) -> bool:
         """``env@env.train=x`` or ``model=x`` selects a config group, not a value."""
         if o.type == OverrideType.DEL or not isinstance(o.value(), str):
             return False
         if o.package is not None:
             return True
-        return (search / o.key_or_group).is_dir() and "." not in o.key_or_group
+        return "." not in o.key_or_group and any((d / o.key_or_group).is_dir() for d in search)
 
     def _apply(self, cfg: RLinfConfig, o: HydraOverride, src: Override) -> None:
         key = o.key_or_group
@@ -397,7 +494,7 @@ class ConfigLoader:
         self,
         cfg: RLinfConfig,
         doc: YamlDoc,
-        search: Path,
+        search: list[Path],
         group_dir: str,
         package: str,
         choices: Mapping[tuple[str, str | None], tuple[HydraOverride, Override]],
@@ -438,13 +535,15 @@ class ConfigLoader:
             if option is None:
                 continue
             rel_group = _join_path(group_dir, group)
-            file = (search / rel_group / f"{option}.yaml").resolve()
+            file = _find(search, posixpath.join(rel_group.strip("/"), f"{option}.yaml"))
             where = doc.loc("defaults", index)
-            if not file.is_file():
+            if file is None:
                 if not optional:
+                    shown = ", ".join(str(d) for d in search)
+                    why = f" ({', '.join(cfg.unset)} not set)" if cfg.unset else ""
                     cfg.problems.append(
                         ConfigProblem(
-                            f"default {rel_group}/{option} not found in {search}", where, True
+                            f"default {rel_group}/{option} not found in {shown}{why}", where, True
                         )
                     )
                 continue
@@ -541,12 +640,8 @@ def _child_package(header: str | None, group: str, pkg: str | None, parent_pkg: 
     return _join(parent_pkg, group.strip("/").replace("/", "."))
 
 
-def _package_header(path: Path) -> str | None:
+def _package_header(text: str) -> str | None:
     # Hydra reads '# @package X' from the comment lines at the top of the file.
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
     for line in text.splitlines():
         s = line.strip()
         if not s:
@@ -557,6 +652,52 @@ def _package_header(path: Path) -> str | None:
         if body.startswith("@package"):
             return body.removeprefix("@package").strip()
     return None
+
+
+def _nesting(text: str) -> int:
+    depth = deepest = 0
+    for c in text:
+        if c in "[{(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in "]})":
+            depth -= 1
+    return deepest
+
+
+def _find(search: list[Path], rel: str) -> Path | None:
+    """The first folder of the search path that holds ``rel``, as Hydra looks it up."""
+    for d in search:
+        file = d / rel
+        if file.is_file():
+            return Path(os.path.realpath(file))
+    return None
+
+
+_SCHEMA: list[DictConfig] = []
+
+
+def _hydra_schema() -> DictConfig:
+    if not _SCHEMA:
+        from hydra.conf import HydraConf
+
+        _SCHEMA.append(OmegaConf.structured(HydraConf))
+    return _SCHEMA[0]
+
+
+def _has_key(cfg: Any, dotted: str) -> bool:
+    node = cfg
+    for part in dotted.split("."):
+        if not OmegaConf.is_dict(node):
+            return False
+        try:
+            child = node._get_node(part, throw_on_missing_key=False)
+        except OmegaConfBaseException:
+            return False
+        if child is None:
+            return False
+        node = child
+    return True
 
 
 def _join(a: str, b: str) -> str:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rlark_acceptance.model.findings import Location
+from rlark_acceptance.model.keypath import KeyPath
 from rlark_acceptance.rlinf.config import (
     ConfigLoader,
     ConfigProblem,
@@ -54,8 +55,8 @@ class EffectiveRLinf:
     def redirect_reasons(self) -> list[str]:
         return redirect_reasons(self.cluster)
 
-    def location(self, dotted: str) -> Location:
-        return self.config.location(dotted)
+    def location(self, key: str | KeyPath) -> Location:
+        return self.config.location(key)
 
 
 def _select(cfg: RLinfConfig, key: str, problems: list[ConfigProblem]) -> Any:
@@ -83,6 +84,15 @@ def evaluate(
     cluster_raw = cfg.resolved("cluster") if cfg.has("cluster") else None
     cluster = summarize_cluster(cluster_raw)
     task_type = _select(cfg, "runner.task_type", problems)
+    if task_type is not None and not isinstance(task_type, str):
+        problems.append(
+            ConfigProblem(
+                f"runner.task_type must be a runner name, not {type(task_type).__name__}",
+                cfg.location("runner.task_type"),
+                fatal=True,
+            )
+        )
+        task_type = None
     log_raw = cfg.raw("runner.logger.log_path")
     log_value = _select(cfg, "runner.logger.log_path", problems)
     log_path = _absolute(log_value, launch)

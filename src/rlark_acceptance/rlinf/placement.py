@@ -27,7 +27,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-KeyPath = tuple[str | int, ...]
+from rlark_acceptance.model.keypath import KeyPath, dotted
+
 ResourceKind = Literal["accelerator", "hardware", "node"]
 
 ROOT: KeyPath = ("cluster",)
@@ -132,7 +133,7 @@ class ClusterSummary:
     num_nodes: int | None  # None when missing/not an int (then a problem is recorded)
     node_groups: tuple[NodeGroup, ...]  # the declared groups; "cluster"/"node" are implicit
     placements: tuple[ComponentPlacement, ...]
-    gpus_required: int | None  # highest accelerator resource rank + 1; None if gpus_all or none
+    gpus_required: int | None  # highest accelerator rank + 1; 0 if no GPU; None if 'all'/unknown
     gpus_all: bool  # some accelerator component uses 'all'
     real_robot: bool  # some node group declares `hardware` (robots: Franka etc.)
     hardware_groups: tuple[str, ...]
@@ -141,17 +142,6 @@ class ClusterSummary:
     @property
     def ok(self) -> bool:
         return not self.problems
-
-
-def dotted(path: KeyPath) -> str:
-    """``("cluster", "node_groups", 1, "label")`` -> ``cluster.node_groups[1].label``."""
-    out = ""
-    for part in path:
-        if isinstance(part, int) and not isinstance(part, bool):
-            out += f"[{_text(part)}]"
-        else:
-            out += ("." if out else "") + _text(part)
-    return out
 
 
 def _key(key: Any) -> str | int:
@@ -700,15 +690,11 @@ def _group_labels(
 
 
 def summarize_cluster(cluster: Mapping[str, Any] | None) -> ClusterSummary:
-    """Classify an effective ``cluster`` section; never raises (problems are returned)."""
-    try:
-        return _summarize(cluster)
-    except Exception as exc:  # a bug here must become a finding, not a traceback
-        problem = PlacementProblem(f"cluster: cannot be classified ({type(exc).__name__})", ROOT)
-        return ClusterSummary(None, (), (), None, False, False, (), (problem,))
+    """Classify an effective ``cluster`` section; content problems are returned, not raised.
 
-
-def _summarize(cluster: Any) -> ClusterSummary:
+    An exception escaping from here is a bug in this module and keeps its traceback: the
+    property tests drive arbitrary sections through it so that none can.
+    """
     out = _Collector()
     # One problem for a missing or malformed section, not one per missing field too.
     report_missing = True
@@ -761,7 +747,17 @@ def _summarize(cluster: Any) -> ClusterSummary:
     accel = [p for p in placements if p.resource_kind == "accelerator"]
     gpus_all = any(p.uses_all for p in accel)
     top = max((max(p.resource_ranks) for p in accel if p.resource_ranks), default=None)
-    gpus_required = None if gpus_all or top is None else top + 1
+    # CONTRACT §3: no component on a GPU (only robots or the `node` group) needs 0 GPUs;
+    # unknown (None) only when 'all' is used or a placement could not be read.
+    gpus_required: int | None
+    if gpus_all:
+        gpus_required = None
+    elif top is not None:
+        gpus_required = top + 1
+    elif placements and all(p.valid for p in placements):
+        gpus_required = 0
+    else:
+        gpus_required = None
     hw_groups = tuple(g.label for g in groups if g.declares_hardware)
     # A `hardware:` entry too broken to become a group still means a device is attached.
     real_robot = bool(hw_groups) or _raw_declares_hardware(cluster.get("node_groups"))

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from rlark_acceptance.model.findings import Finding, Location, Severity, error
-from rlark_acceptance.model.job import Job, Mount
+from rlark_acceptance.model.findings import Finding, Location, Severity, Status, error
+from rlark_acceptance.model.job import Job, Role, mount_for, under
 from rlark_acceptance.model.profile import NodeSpec, Profile, RunInfo
 from rlark_acceptance.rlinf.effective import EffectiveRLinf
 
@@ -29,6 +28,25 @@ class Context:
     def run_info(self) -> RunInfo | None:
         return self.profile.run_info if self.profile else None
 
+    # The inputs a check ``needs``: it runs only when they exist, so these raise only on a
+    # check registered with too few ``needs`` (a bug, which keeps its traceback).
+
+    @property
+    def the_rlinf(self) -> EffectiveRLinf:
+        return _required(self.rlinf, "rlinf")
+
+    @property
+    def the_job(self) -> Job:
+        return _required(self.job, "job")
+
+    @property
+    def worker(self) -> Role:
+        return _required(self.the_job.worker, "worker")
+
+    @property
+    def the_run_info(self) -> RunInfo:
+        return _required(self.run_info, "run_info")
+
     def ri_loc(self, *keys: Any) -> Location | None:
         return self.profile.loc("runInfo", *keys) if self.profile else None
 
@@ -44,6 +62,19 @@ class Context:
             return None
         matched = nodes_matching(self.nodes, self.job.worker.node_selector)
         return matched[0] if len(matched) == 1 else None
+
+
+_T = TypeVar("_T")
+
+
+class MissingInput(Exception):
+    """A check read an input it did not declare in ``needs``."""
+
+
+def _required(value: _T | None, name: str) -> _T:
+    if value is None:
+        raise MissingInput(f"a check read '{name}' without declaring it in needs=")
+    return value
 
 
 CheckFn = Callable[[Context], Iterable[Finding]]
@@ -81,16 +112,32 @@ def has_inputs(ctx: Context, needs: tuple[str, ...]) -> bool:
     return all(present[n] for n in needs)
 
 
+# What each input a check ``needs`` is, for the verdict's "not evaluated: needs ..." count.
+INPUT_GROUPS = {
+    "rlinf": "config",
+    "job": "job",
+    "worker": "job",
+    "run_info": "profile",
+    "nodes": "cluster",
+    "clusters": "cluster",
+}
+
+
 @dataclass
 class Outcome:
     findings: list[Finding] = field(default_factory=list)
     evaluated: list[str] = field(default_factory=list)
+    # check ID -> the input groups it lacked (config | job | profile | cluster)
+    missing: dict[str, set[str]] = field(default_factory=dict)
 
-    def status(self, check_id: str) -> str:
+    def not_evaluated(self) -> dict[str, set[str]]:
+        return {k: v for k, v in self.missing.items() if k not in self.evaluated}
+
+    def status(self, check_id: str) -> Status:
         if check_id not in self.evaluated:
-            return "skipped"
+            return Status.SKIPPED
         failed = any(f.check == check_id and f.severity == Severity.ERROR for f in self.findings)
-        return "failed" if failed else "passed"
+        return Status.FAILED if failed else Status.PASSED
 
 
 def run_checks(ctx: Context, only: Iterable[str] | None = None) -> Outcome:
@@ -100,6 +147,8 @@ def run_checks(ctx: Context, only: Iterable[str] | None = None) -> Outcome:
         if wanted is not None and reg.id not in wanted:
             continue
         if not has_inputs(ctx, reg.needs):
+            lacking = {INPUT_GROUPS[n] for n in reg.needs if not has_inputs(ctx, (n,))}
+            out.missing.setdefault(reg.id, set()).update(lacking)
             continue
         if reg.id not in out.evaluated:
             out.evaluated.append(reg.id)
@@ -116,21 +165,8 @@ def run_checks(ctx: Context, only: Iterable[str] | None = None) -> Outcome:
 # -- helpers shared by several checks ---------------------------------------------------
 
 
-def under(path: str, root: str) -> bool:
-    """True when container ``path`` lies inside ``root`` (both absolute POSIX paths)."""
-    p = posixpath.normpath(path)
-    r = posixpath.normpath(root)
-    return p == r or p.startswith(r.rstrip("/") + "/")
-
-
-def mount_for(path: str, mounts: list[Mount]) -> Mount | None:
-    """The most specific mount whose container path holds ``path``."""
-    holding = [
-        m
-        for m in mounts
-        if m.container_path and posixpath.isabs(m.container_path) and under(path, m.container_path)
-    ]
-    return max(holding, key=lambda m: len(m.container_path or ""), default=None)
+# Model helpers, re-exported for callers that import them from here.
+__all__ = ["mount_for", "under"]
 
 
 def nodes_matching(nodes: list[NodeSpec], selector: Any) -> list[NodeSpec]:

@@ -12,8 +12,7 @@ from rlark_acceptance.rlinf.fingerprint import differences, fingerprint
 
 @check("1.1", needs=("rlinf",))
 def loaded_config_single_node(ctx: Context) -> Iterator[Finding]:
-    r = ctx.rlinf
-    assert r is not None
+    r = ctx.the_rlinf
     for p in r.problems:
         if p.fatal:
             yield error(
@@ -21,6 +20,16 @@ def loaded_config_single_node(ctx: Context) -> Iterator[Finding]:
             )
         else:
             yield warning("1.1", "config-unresolved", p.message, p.location)
+    if ctx.job is None or ctx.job.worker is None:
+        # With a worker role, 3.3 reports these against its GPU request; without one, a
+        # placement RLinf cannot parse must still fail the run (CONTRACT §3).
+        for problem in r.cluster.problems:
+            yield error(
+                "1.1",
+                "placement-invalid",
+                f"RLinf would not start: {problem.message}",
+                r.location(problem.path),
+            )
     launch = r.launch
     if launch is not None and launch.config_name:
         validated = Path(r.config.path).stem
@@ -52,8 +61,7 @@ def _launch_loc(ctx: Context) -> Location | None:
 
 @check("1.2", needs=("rlinf",))
 def validated_settings_kept(ctx: Context) -> Iterator[Finding]:
-    r, v = ctx.rlinf, ctx.validated
-    assert r is not None
+    r, v = ctx.the_rlinf, ctx.validated
     if v is None or v is r:
         return
     before = fingerprint(v.config.resolved())

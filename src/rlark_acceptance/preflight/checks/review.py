@@ -6,11 +6,11 @@ import posixpath
 from collections.abc import Iterator
 
 from rlark_acceptance.model.findings import Finding, error
+from rlark_acceptance.model.job import mount_for
 from rlark_acceptance.preflight.checks.base import (
     Context,
     check,
     is_count,
-    mount_for,
     nodes_matching,
 )
 from rlark_acceptance.preflight.checks.worker import gpu_findings
@@ -19,8 +19,7 @@ from rlark_acceptance.preflight.secrets import dotted, redact, scan_script, scan
 
 @check("5.1", needs=("job",))
 def roles_in_preview(ctx: Context) -> Iterator[Finding]:
-    job = ctx.job
-    assert job is not None
+    job = ctx.the_job
     names = [r.name for r in job.roles]
     if names != ["worker"]:
         yield error(
@@ -33,8 +32,7 @@ def roles_in_preview(ctx: Context) -> Iterator[Finding]:
 
 @check("5.2", needs=("worker",))
 def workers_in_preview(ctx: Context) -> Iterator[Finding]:
-    assert ctx.job is not None and ctx.job.worker is not None
-    role = ctx.job.worker
+    role = ctx.worker
     if role.replicas != 1:
         yield error(
             "5.2",
@@ -46,8 +44,7 @@ def workers_in_preview(ctx: Context) -> Iterator[Finding]:
 
 @check("5.3", needs=("job", "rlinf"))
 def ray_nodes_in_preview(ctx: Context) -> Iterator[Finding]:
-    job, r = ctx.job, ctx.rlinf
-    assert job is not None and r is not None
+    job, r = ctx.the_job, ctx.the_rlinf
     workers = sum(x.replicas for x in job.roles if is_count(x.replicas))
     if not (workers == 1 and r.num_nodes == 1):
         yield error(
@@ -61,8 +58,7 @@ def ray_nodes_in_preview(ctx: Context) -> Iterator[Finding]:
 
 @check("5.4", needs=("job",))
 def header_in_preview(ctx: Context) -> Iterator[Finding]:
-    job = ctx.job
-    assert job is not None
+    job = ctx.the_job
     headers = [r for r in job.roles if r.header]
     ok = len(headers) == 1 and headers[0].name == "worker" and headers[0].replicas == 1
     if not ok:
@@ -77,8 +73,7 @@ def header_in_preview(ctx: Context) -> Iterator[Finding]:
 
 @check("5.5", needs=("worker", "rlinf"))
 def gpus_in_preview(ctx: Context) -> Iterator[Finding]:
-    assert ctx.job is not None and ctx.job.worker is not None
-    role = ctx.job.worker
+    role = ctx.worker
     ri = ctx.run_info
     if ri is not None and is_count(ri.gpus) and role.gpus != ri.gpus:
         yield error(
@@ -96,8 +91,7 @@ def gpus_in_preview(ctx: Context) -> Iterator[Finding]:
 
 @check("5.6", needs=("worker", "run_info"))
 def prepared_values_in_preview(ctx: Context) -> Iterator[Finding]:
-    assert ctx.job is not None and ctx.job.worker is not None and ctx.run_info is not None
-    job, role, ri = ctx.job, ctx.job.worker, ctx.run_info
+    job, role, ri = ctx.the_job, ctx.worker, ctx.the_run_info
     if ri.image and role.image != ri.image:
         yield error(
             "5.6",
@@ -135,8 +129,7 @@ def prepared_values_in_preview(ctx: Context) -> Iterator[Finding]:
 
 @check("5.7", needs=("worker",))
 def expected_node(ctx: Context) -> Iterator[Finding]:
-    assert ctx.job is not None and ctx.job.worker is not None
-    role = ctx.job.worker
+    role = ctx.worker
     expected = ctx.run_info.expected_node if ctx.run_info else None
     sel = role.node_selector if isinstance(role.node_selector, dict) else {}
     loc = role.loc("nodeSelector")
@@ -161,8 +154,7 @@ def expected_node(ctx: Context) -> Iterator[Finding]:
 
 @check("5.8", needs=("job",))
 def no_secrets(ctx: Context) -> Iterator[Finding]:
-    job = ctx.job
-    assert job is not None
+    job = ctx.the_job
     for path, hit in scan_tree(job.doc.data):
         yield error(
             "5.8",

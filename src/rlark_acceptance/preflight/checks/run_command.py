@@ -6,13 +6,13 @@ import posixpath
 from collections.abc import Iterator
 
 from rlark_acceptance.model.findings import Finding, error, warning
-from rlark_acceptance.preflight.checks.base import Context, check, mount_for, under
+from rlark_acceptance.model.job import mount_for, under
+from rlark_acceptance.preflight.checks.base import Context, check
 
 
 @check("4.1", needs=("job",))
 def head_role(ctx: Context) -> Iterator[Finding]:
-    job = ctx.job
-    assert job is not None
+    job = ctx.the_job
     if job.head_role != "worker":
         yield error(
             "4.1",
@@ -24,8 +24,7 @@ def head_role(ctx: Context) -> Iterator[Finding]:
 
 @check("4.2", needs=("job",))
 def no_cross_cluster_network(ctx: Context) -> Iterator[Finding]:
-    job = ctx.job
-    assert job is not None
+    job = ctx.the_job
     if job.cross_cluster_network not in (None, "", "none"):
         yield error(
             "4.2",
@@ -38,8 +37,7 @@ def no_cross_cluster_network(ctx: Context) -> Iterator[Finding]:
 
 @check("4.3", needs=("job",))
 def ssh_key_only_when_needed(ctx: Context) -> Iterator[Finding]:
-    job = ctx.job
-    assert job is not None
+    job = ctx.the_job
     if job.ssh_public_key not in (None, ""):
         yield warning(
             "4.3",
@@ -51,8 +49,7 @@ def ssh_key_only_when_needed(ctx: Context) -> Iterator[Finding]:
 
 @check("4.4", needs=("job",))
 def run_script(ctx: Context) -> Iterator[Finding]:
-    job = ctx.job
-    assert job is not None
+    job = ctx.the_job
     loc = job.loc("spec", "runScript")
     script = job.run_script or ""
     if not script.strip():
@@ -101,8 +98,7 @@ def run_script(ctx: Context) -> Iterator[Finding]:
 
 @check("4.5", needs=("job", "rlinf"))
 def tensorboard_dir(ctx: Context) -> Iterator[Finding]:
-    job, r = ctx.job, ctx.rlinf
-    assert job is not None and r is not None
+    job, r = ctx.the_job, ctx.the_rlinf
     backends = r.config.raw("runner.logger.logger_backends") or []
     uses_tb = isinstance(backends, list) and "tensorboard" in backends
     tb = job.tensorboard_log_dir

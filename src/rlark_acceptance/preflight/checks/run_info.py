@@ -37,15 +37,13 @@ def image_findings(check_id: str, image: object, loc: Location | None) -> Iterat
 
 @check("P.1", needs=("run_info",))
 def prepared_image(ctx: Context) -> Iterator[Finding]:
-    ri = ctx.run_info
-    assert ri is not None
+    ri = ctx.the_run_info
     yield from image_findings("P.1", ri.image, ctx.ri_loc("image"))
 
 
 @check("P.2", needs=("run_info",))
 def prepared_gpus(ctx: Context) -> Iterator[Finding]:
-    ri = ctx.run_info
-    assert ri is not None
+    ri = ctx.the_run_info
     if ri.gpus is None:
         yield error("P.2", "gpus-missing", "runInfo.gpus is not set", ctx.ri_loc("gpus"))
     elif not is_count(ri.gpus) or ri.gpus <= 0:
@@ -59,8 +57,7 @@ def prepared_gpus(ctx: Context) -> Iterator[Finding]:
 
 @check("P.3", needs=("run_info",))
 def prepared_commands(ctx: Context) -> Iterator[Finding]:
-    ri = ctx.run_info
-    assert ri is not None
+    ri = ctx.the_run_info
     if not (ri.start_command or "").strip():
         yield error(
             "P.3",
@@ -72,8 +69,7 @@ def prepared_commands(ctx: Context) -> Iterator[Finding]:
 
 @check("P.4", needs=("run_info",))
 def prepared_paths(ctx: Context) -> Iterator[Finding]:
-    ri = ctx.run_info
-    assert ri is not None
+    ri = ctx.the_run_info
     for kind in PATH_KINDS:
         value = ri.paths.get(kind)
         loc = ctx.ri_loc("paths", kind)
@@ -90,8 +86,7 @@ def prepared_paths(ctx: Context) -> Iterator[Finding]:
 
 @check("P.5", needs=("run_info",))
 def prepared_signal(ctx: Context) -> Iterator[Finding]:
-    ri = ctx.run_info
-    assert ri is not None
+    ri = ctx.the_run_info
     sig = ri.first_signal
     if not isinstance(sig, str) or not sig.strip():
         yield error(

@@ -12,8 +12,7 @@ RESOURCE_FIELDS = ("cpu", "memory", "shm")
 
 @check("0.1", needs=("rlinf",))
 def effective_num_nodes(ctx: Context) -> Iterator[Finding]:
-    r = ctx.rlinf
-    assert r is not None
+    r = ctx.the_rlinf
     loc = r.location("cluster.num_nodes")
     if not r.config.has("cluster.num_nodes"):
         yield error("0.1", "num-nodes-missing", "cluster.num_nodes is not set", loc)
@@ -35,8 +34,7 @@ def effective_num_nodes(ctx: Context) -> Iterator[Finding]:
 
 @check("0.2", needs=("job",))
 def one_node_provides_all(ctx: Context) -> Iterator[Finding]:
-    job = ctx.job
-    assert job is not None
+    job = ctx.the_job
     clusters = {r.cluster for r in job.roles if r.cluster}
     if len(clusters) > 1:
         yield error(
@@ -75,8 +73,7 @@ def one_node_provides_all(ctx: Context) -> Iterator[Finding]:
 
 @check("0.3", needs=("job",))
 def one_image_one_env(ctx: Context) -> Iterator[Finding]:
-    job = ctx.job
-    assert job is not None
+    job = ctx.the_job
     if len(job.roles) > 1:
         images = {r.image for r in job.roles}
         what = f"{len(images)} images" if len(images) > 1 else "one image"
@@ -92,8 +89,7 @@ def one_image_one_env(ctx: Context) -> Iterator[Finding]:
 def redirect_to_multi_node(ctx: Context) -> Iterator[Finding]:
     reasons = redirect_reasons(ctx)
     if reasons:
-        r = ctx.rlinf
-        assert r is not None
+        r = ctx.the_rlinf
         yield error(
             "0.4",
             "redirect-multi-node",
@@ -127,8 +123,7 @@ def redirect_reasons(ctx: Context) -> list[str]:
 
 @check("0.5", needs=("rlinf",))
 def real_robot_safety(ctx: Context) -> Iterator[Finding]:
-    r = ctx.rlinf
-    assert r is not None
+    r = ctx.the_rlinf
     if not r.cluster.real_robot:
         return
     groups = ", ".join(r.cluster.hardware_groups) or "a node group"

@@ -6,11 +6,11 @@ import re
 from collections.abc import Iterator
 
 from rlark_acceptance.model.findings import Finding, Location, error, info, warning
+from rlark_acceptance.model.job import mount_for
 from rlark_acceptance.preflight.checks.base import (
     Context,
     check,
     is_count,
-    mount_for,
     nodes_matching,
 )
 from rlark_acceptance.preflight.checks.run_info import image_findings
@@ -34,8 +34,7 @@ def label_value_ok(value: str) -> bool:
 
 @check("3.1", needs=("worker",))
 def target_cluster(ctx: Context) -> Iterator[Finding]:
-    assert ctx.job is not None and ctx.job.worker is not None
-    role = ctx.job.worker
+    role = ctx.worker
     if not role.cluster:
         yield error(
             "3.1", "cluster-missing", "the worker role names no target cluster", role.loc("cluster")
@@ -52,8 +51,7 @@ def target_cluster(ctx: Context) -> Iterator[Finding]:
 
 @check("3.2", needs=("worker",))
 def node_selection(ctx: Context) -> Iterator[Finding]:
-    assert ctx.job is not None and ctx.job.worker is not None
-    role = ctx.job.worker
+    role = ctx.worker
     sel = role.node_selector
     loc = role.loc("nodeSelector")
     if sel is not None and not isinstance(sel, dict):
@@ -103,10 +101,9 @@ def gpu_findings(
     check_id: str, ctx: Context, gpus: object, loc: Location | None
 ) -> Iterator[Finding]:
     """GPUs requested against the placement and the node (3.3, and 5.5 on the YAML)."""
-    r = ctx.rlinf
-    assert r is not None
+    r = ctx.the_rlinf
     for p in r.cluster.problems:
-        yield error(check_id, "placement-invalid", p.message, r.location(_dotted(p.path)))
+        yield error(check_id, "placement-invalid", p.message, r.location(p.path))
     if not is_count(gpus) or gpus <= 0:  # type: ignore[operator]
         yield error(check_id, "gpus-invalid", f"GPU count {gpus!r} is not a positive count", loc)
         return
@@ -139,29 +136,21 @@ def gpu_findings(
         )
 
 
-def _dotted(path: tuple[object, ...]) -> str:
-    return ".".join(str(p) for p in path)
-
-
 @check("3.3", needs=("worker", "rlinf"))
 def worker_gpus(ctx: Context) -> Iterator[Finding]:
-    assert ctx.job is not None and ctx.job.worker is not None
-    role = ctx.job.worker
+    role = ctx.worker
     yield from gpu_findings("3.3", ctx, role.gpus, role.loc("gpus"))
 
 
 @check("3.4", needs=("worker",))
 def worker_image(ctx: Context) -> Iterator[Finding]:
-    assert ctx.job is not None and ctx.job.worker is not None
-    role = ctx.job.worker
+    role = ctx.worker
     yield from image_findings("3.4", role.image, role.loc("image"))
 
 
 @check("3.5", needs=("worker",))
 def prepare_script(ctx: Context) -> Iterator[Finding]:
-    job = ctx.job
-    assert job is not None and job.worker is not None
-    role = job.worker
+    job, role = ctx.the_job, ctx.worker
     prepared = ctx.run_info.prepare_command if ctx.run_info else None
     script = role.prepare_script or ""
     if prepared and prepared.strip() and _squash(prepared) not in _squash(script):
@@ -195,8 +184,7 @@ def _squash(text: str) -> str:
 
 @check("3.6", needs=("worker",))
 def env_not_sensitive(ctx: Context) -> Iterator[Finding]:
-    assert ctx.job is not None and ctx.job.worker is not None
-    for var in ctx.job.worker.env:
+    for var in ctx.worker.env:
         for hit in scan_value(var.name, var.value or ""):
             yield error(
                 "3.6",
@@ -208,10 +196,8 @@ def env_not_sensitive(ctx: Context) -> Iterator[Finding]:
 
 @check("3.7", needs=("worker", "rlinf"))
 def outputs_under_mounts(ctx: Context) -> Iterator[Finding]:
-    assert ctx.job is not None and ctx.job.worker is not None
-    r = ctx.rlinf
-    assert r is not None
-    mounts = ctx.job.worker.mounts
+    r = ctx.the_rlinf
+    mounts = ctx.worker.mounts
     key = r.checkpoint_key or "runner.logger.log_path"
     loc = r.location(key)
     via = r.config.applied.get("runner.logger.log_path")

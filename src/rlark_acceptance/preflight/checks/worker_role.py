@@ -13,8 +13,7 @@ DNS1123_LABEL = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
 
 @check("2.1", needs=("job",))
 def task_name(ctx: Context) -> Iterator[Finding]:
-    job = ctx.job
-    assert job is not None
+    job = ctx.the_job
     name = job.name
     loc = job.loc("metadata", "name")
     if not isinstance(name, str) or not name:
@@ -31,8 +30,7 @@ def task_name(ctx: Context) -> Iterator[Finding]:
 
 @check("2.2", needs=("job",))
 def task_type_custom(ctx: Context) -> Iterator[Finding]:
-    job = ctx.job
-    assert job is not None
+    job = ctx.the_job
     if job.task_type != "custom":
         yield error(
             "2.2",
@@ -44,8 +42,7 @@ def task_type_custom(ctx: Context) -> Iterator[Finding]:
 
 @check("2.3", needs=("job",))
 def one_role_named_worker(ctx: Context) -> Iterator[Finding]:
-    job = ctx.job
-    assert job is not None
+    job = ctx.the_job
     names = [r.name for r in job.roles]
     if len(job.roles) != 1:
         yield error(
@@ -66,8 +63,7 @@ def one_role_named_worker(ctx: Context) -> Iterator[Finding]:
 
 @check("2.4", needs=("job",))
 def worker_is_header(ctx: Context) -> Iterator[Finding]:
-    job = ctx.job
-    assert job is not None
+    job = ctx.the_job
     worker = job.worker
     if worker is None:
         yield error(
