@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from rlark_acceptance.model.errors import InputError
+from rlark_acceptance.preflight.secrets import redact
 from rlark_acceptance.rlinf.config import ConfigLoader
 from rlark_acceptance.rlinf.effective import evaluate
 
@@ -75,5 +76,5 @@ def audit_one(loader: ConfigLoader, path: Path) -> dict[str, Any] | None:
         singleNode=eff.num_nodes == 1 and not reasons,
         realRobot=eff.cluster.real_robot,
         redirectReasons=reasons,
-        error="; ".join(errors) or None,
+        error=redact("; ".join(errors)) or None,  # messages quote overrides and values
     )
