@@ -100,6 +100,10 @@ def plant(root: Path, fake: FakeSecrets) -> tuple[Path, list[Planted]]:
     config["runner"]["hub_token"] = hub_token
     config_file.write_text(yaml.safe_dump(config, sort_keys=False))
 
+    # A Hydra override in the profile.
+    profile_override = put("profile override", "secret-variable", fake.mixed(26))
+    profile["rlinf"]["overrides"] = [f"+runner.notify_token={profile_override}"]
+
     profile["rlinf"]["config"] = str(config_file)
     profile["job"] = "job.yaml"
     (root / "job.yaml").write_text(yaml.safe_dump(job, sort_keys=False, width=1 << 20))
@@ -265,3 +269,49 @@ def test_the_worker_log_of_a_planted_job_is_redacted(
         "record": repr(rec),
     }
     assert not leaks(planted, {k: v.encode() for k, v in shown.items()})
+
+
+def test_no_object_reachable_from_a_run_prints_a_planted_value(
+    planted_profile: tuple[Path, list[Planted]], tmp_path: Path
+) -> None:
+    """allure stores the repr() of every step argument: every object a step can receive, and
+    every dataclass reachable from one, prints no planted value in its repr() or str()."""
+    import dataclasses
+
+    from fixtures.workspace import Workspace
+    from rlark_acceptance.model.profile import load_profile
+    from rlark_acceptance.preflight.entry import preflight_profile
+    from rlark_acceptance.run.acceptance import AcceptanceRun
+
+    path, planted = planted_profile
+    profile = load_profile(path)
+    pre = preflight_profile(profile)
+    roots: list[object] = [
+        profile,
+        pre,
+        AcceptanceRun(pre, None),
+        Workspace.copy_of(path, tmp_path / "ws"),
+    ]
+    shown: dict[str, bytes] = {}
+    seen: set[int] = set()
+
+    def visit(obj: object, where: str) -> None:
+        if id(obj) in seen or isinstance(obj, str | bytes | int | float | Path | type(None)):
+            return
+        seen.add(id(obj))
+        if dataclasses.is_dataclass(obj):
+            shown[f"repr {where}"] = repr(obj).encode()
+            shown[f"str {where}"] = str(obj).encode()
+            for f in dataclasses.fields(obj):
+                visit(getattr(obj, f.name), f"{where}.{f.name}")
+        elif isinstance(obj, dict):
+            for k, v in obj.items():
+                visit(v, f"{where}[{k!r}]")
+        elif isinstance(obj, list | tuple | set):
+            for i, v in enumerate(obj):
+                visit(v, f"{where}[{i}]")
+
+    for root in roots:
+        visit(root, type(root).__name__)
+    assert len(shown) > 40  # the walk reached the model, the findings and the config objects
+    assert not leaks(planted, shown)
