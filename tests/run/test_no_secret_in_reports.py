@@ -69,9 +69,12 @@ def plant(root: Path, fake: FakeSecrets) -> tuple[Path, list[Planted]]:
         f"export DB_PASSWORD={db_password}\necho apikey {api_key}\n" + role["prepareScript"]
     )
     url_pw = put("run script URL", "url-credentials", fake.mixed(16))
+    # A Hydra override in the run script: RLinf prints it with its config at start-up.
+    override = put("run script override", "secret-variable", fake.mixed(28))
     job["spec"]["runScript"] = (
         f"export PIP_EXTRA_INDEX_URL=https://rl:{url_pw}@mirror.invalid/simple\n"
-        + job["spec"]["runScript"]
+        + job["spec"]["runScript"].rstrip("\n")
+        + f" +runner.hub_token={override}\n"
     )
 
     # The image reference, in the Job and as prepared.
@@ -96,6 +99,10 @@ def plant(root: Path, fake: FakeSecrets) -> tuple[Path, list[Planted]]:
     config["runner"]["logger"]["wandb"] = {"project": "rlinf", "api_key": wandb_key}
     config["runner"]["hub_token"] = hub_token
     config_file.write_text(yaml.safe_dump(config, sort_keys=False))
+
+    # A Hydra override in the profile.
+    profile_override = put("profile override", "secret-variable", fake.mixed(26))
+    profile["rlinf"]["overrides"] = [f"+runner.notify_token={profile_override}"]
 
     profile["rlinf"]["config"] = str(config_file)
     profile["job"] = "job.yaml"
@@ -224,3 +231,87 @@ def test_preflight_cli_names_every_kind_and_prints_no_value(
         for f in report["findings"]
         if f["message"].startswith("RLinf config runner.logger.wandb.api_key:")
     } == {("5.8", f"{config_file}:{api_key_line}")}
+
+
+def test_the_worker_log_of_a_planted_job_is_redacted(
+    planted_profile: tuple[Path, list[Planted]], target_environment: None
+) -> None:
+    """Step 6 on the planted Job (submitted despite its pre-flight, as the fault scenarios
+    do): the Worker echoes ``apikey X`` and prints its config with the run script's
+    ``+runner.hub_token=...``; what the run record attaches (log excerpt, printed config, Pods
+    and events) shows none of it after the redaction."""
+    from rlark_acceptance.adapters import open_adapter
+    from rlark_acceptance.model.profile import load_profile
+    from rlark_acceptance.preflight.entry import preflight_profile
+    from rlark_acceptance.preflight.secrets import redact, redact_tree
+    from rlark_acceptance.run.acceptance import submit_and_confirm
+
+    path, planted = planted_profile
+    profile = load_profile(path)
+    pre = preflight_profile(profile)
+    assert pre.verdict == "fail"
+    adapter = open_adapter(profile)
+    try:
+        rec = submit_and_confirm(adapter, profile, pre)
+    finally:
+        adapter.close()
+    echoed = next(p for p in planted if p.where.startswith("prepare script (echo"))
+    raw = "\n".join(rec.log)
+    assert echoed.value in raw, "the Worker never echoed the planted argument: nothing proven"
+    printed = next(p for p in planted if p.where == "run script override").value
+    assert printed in json.dumps(rec.printed_config), "RLinf never printed its config"
+    evidence = [*(e.__dict__ for e in rec.events), *(p.__dict__ for p in rec.pods)]
+    shown = {
+        "log": redact(raw),
+        "log excerpt": redact(rec.log_excerpt()),
+        "printed config": json.dumps(redact_tree(rec.printed_config), default=str),
+        "pods and events": redact(json.dumps(evidence, default=str)),
+        "record": repr(rec),
+    }
+    assert not leaks(planted, {k: v.encode() for k, v in shown.items()})
+
+
+def test_no_object_reachable_from_a_run_prints_a_planted_value(
+    planted_profile: tuple[Path, list[Planted]], tmp_path: Path
+) -> None:
+    """allure stores the repr() of every step argument: every object a step can receive, and
+    every dataclass reachable from one, prints no planted value in its repr() or str()."""
+    import dataclasses
+
+    from fixtures.workspace import Workspace
+    from rlark_acceptance.model.profile import load_profile
+    from rlark_acceptance.preflight.entry import preflight_profile
+    from rlark_acceptance.run.acceptance import AcceptanceRun
+
+    path, planted = planted_profile
+    profile = load_profile(path)
+    pre = preflight_profile(profile)
+    roots: list[object] = [
+        profile,
+        pre,
+        AcceptanceRun(pre, None),
+        Workspace.copy_of(path, tmp_path / "ws"),
+    ]
+    shown: dict[str, bytes] = {}
+    seen: set[int] = set()
+
+    def visit(obj: object, where: str) -> None:
+        if id(obj) in seen or isinstance(obj, str | bytes | int | float | Path | type(None)):
+            return
+        seen.add(id(obj))
+        if dataclasses.is_dataclass(obj):
+            shown[f"repr {where}"] = repr(obj).encode()
+            shown[f"str {where}"] = str(obj).encode()
+            for f in dataclasses.fields(obj):
+                visit(getattr(obj, f.name), f"{where}.{f.name}")
+        elif isinstance(obj, dict):
+            for k, v in obj.items():
+                visit(v, f"{where}[{k!r}]")
+        elif isinstance(obj, list | tuple | set):
+            for i, v in enumerate(obj):
+                visit(v, f"{where}[{i}]")
+
+    for root in roots:
+        visit(root, type(root).__name__)
+    assert len(shown) > 40  # the walk reached the model, the findings and the config objects
+    assert not leaks(planted, shown)

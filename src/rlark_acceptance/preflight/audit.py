@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from rlark_acceptance.model.errors import InputError
+from rlark_acceptance.preflight.secrets import redact
 from rlark_acceptance.rlinf.config import ConfigLoader
 from rlark_acceptance.rlinf.effective import evaluate
 
@@ -78,5 +79,6 @@ def audit_one(loader: ConfigLoader, path: Path) -> dict[str, Any] | None:
         singleNode=eff.num_nodes == 1 and not reasons,
         realRobot=eff.cluster.real_robot,
         redirectReasons=reasons,
-        error="; ".join(dict.fromkeys(errors)) or None,
+        # Messages quote overrides and values: the one redaction.
+        error=redact("; ".join(dict.fromkeys(errors))) or None,
     )

@@ -72,6 +72,9 @@ class ConfigProblem:
     location: Location | None
     fatal: bool = False  # RLinf (Hydra) would refuse to start with this
 
+    def __repr__(self) -> str:  # the message quotes overrides and values: checks redact it
+        return f"ConfigProblem(at {self.location}, fatal={self.fatal})"
+
 
 @dataclass
 class _Layer:

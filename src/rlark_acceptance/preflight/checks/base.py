@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -9,6 +10,7 @@ from typing import Any, TypeVar
 from rlark_acceptance.model.findings import Finding, Location, Severity, Status, error
 from rlark_acceptance.model.job import Job, Role, mount_for, under
 from rlark_acceptance.model.profile import NodeSpec, Profile, RunInfo
+from rlark_acceptance.preflight.secrets import redact
 from rlark_acceptance.rlinf.effective import EffectiveRLinf
 
 
@@ -159,7 +161,15 @@ def run_checks(ctx: Context, only: Iterable[str] | None = None) -> Outcome:
             out.findings.append(error(p.check, "yaml-shape", p.message, p.location))
             if p.check not in out.evaluated:
                 out.evaluated.append(p.check)
+    # Messages quote the inputs (an override, a config value, an image): the one redaction
+    # runs last, when the secret scans of 3.6 / 5.8 have seen every value.
+    out.findings = [_redacted(f) for f in out.findings]
     return out
+
+
+def _redacted(f: Finding) -> Finding:
+    message = redact(f.message)
+    return f if message == f.message else dataclasses.replace(f, message=message)
 
 
 # -- helpers shared by several checks ---------------------------------------------------

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import bisect
+import functools
 from dataclasses import dataclass
 
 REDACTED = "***"
@@ -71,4 +73,15 @@ def to_hit(text: str, f: Found) -> SecretHit:
         else "remove it and rotate it"
     )
     description = f"{what}{where} (value withheld); {advice}"
-    return SecretHit(f.kind, name, text.count("\n", 0, f.start), description)
+    return SecretHit(f.kind, name, _line_of(text, f.start), description)
+
+
+@functools.lru_cache(maxsize=8)
+def _newlines(text: str) -> list[int]:
+    return [i for i, c in enumerate(text) if c == "\n"]
+
+
+def _line_of(text: str, pos: int) -> int:
+    """0-based line of ``pos``; the newline offsets are found once per text, so a text with
+    thousands of hits is not rescanned for each."""
+    return bisect.bisect_left(_newlines(text), pos)

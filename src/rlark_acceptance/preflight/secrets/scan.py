@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -46,18 +47,20 @@ def _dedupe(found: Iterable[Found]) -> list[Found]:
     # A weak hit nested in another weak hit (X="--password y") keeps the innermost name.
     out = sorted(seen.values(), key=lambda f: (f.start, -f.end, f.kind))
     weak = [f for f in out if not f.strong]
-    return [
-        f
-        for f in out
-        if f.strong
-        or not any(
-            g is not f
-            and f.start <= g.start
-            and g.end <= f.end
-            and (g.start, g.end) != (f.start, f.end)
-            for g in weak
-        )
-    ]
+    starts = [g.start for g in weak]
+
+    def holds_another(f: Found) -> bool:
+        # Only weak hits starting inside f can be nested in it: a bisect keeps this linear
+        # for texts with thousands of hits.
+        for i in range(bisect.bisect_left(starts, f.start), len(weak)):
+            g = weak[i]
+            if g.start > f.end:
+                return False
+            if g is not f and g.end <= f.end and (g.start, g.end) != (f.start, f.end):
+                return True
+        return False
+
+    return [f for f in out if f.strong or not holds_another(f)]
 
 
 def scan_script(text: str) -> list[SecretHit]:
