@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import os
 import posixpath
 import re
@@ -256,10 +257,10 @@ class ConfigLoader:
         self._checkouts: dict[Path, Checkout] = {}
 
     def _header(self, path: Path) -> str | None:
-        return self._headers.get(Path(os.path.realpath(path)))
+        return self._headers.get(_real(path))
 
     def doc(self, path: Path) -> YamlDoc:
-        key = Path(os.path.realpath(path))
+        key = _real(path)
         if key not in self._docs:
             text = read_text(path)
             self._docs[key] = parse_yaml(text, str(path))
@@ -656,12 +657,18 @@ def _nesting(text: str) -> int:
     return deepest
 
 
+@functools.lru_cache(maxsize=4096)
+def _real(path: Path) -> Path:
+    """The real path of a config file; files of one audit are looked up many times."""
+    return Path(os.path.realpath(path))
+
+
 def _find(search: list[Path], rel: str) -> Path | None:
     """The first folder of the search path that holds ``rel``, as Hydra looks it up."""
     for d in search:
         file = d / rel
         if file.is_file():
-            return Path(os.path.realpath(file))
+            return _real(file)
     return None
 
 
