@@ -27,12 +27,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.core.override_parser.types import Override as HydraOverride
-from hydra.core.override_parser.types import OverrideType
-from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
@@ -43,6 +39,13 @@ from rlark_acceptance.model.keypath import dotted as dotted_key
 from rlark_acceptance.model.keypath import parse as parse_key
 from rlark_acceptance.model.yamlsrc import MAX_DEPTH, YamlDoc, parse_yaml, read_text
 from rlark_acceptance.rlinf.searchpath import Checkout, checkout_root, resolve_entry
+
+if TYPE_CHECKING:
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import Override as HydraOverride
+
+# Hydra itself is imported only when there are overrides to parse: importing the package
+# costs more than auditing a few hundred configs.
 
 _MISSING = object()
 _SLOW = object()
@@ -253,7 +256,7 @@ class ConfigLoader:
     def __init__(self) -> None:
         self._docs: dict[Path, YamlDoc] = {}
         self._headers: dict[Path, str | None] = {}
-        self._parser = OverridesParser.create()
+        self._parser: OverridesParser | None = None
         self._checkouts: dict[Path, Checkout] = {}
 
     def _header(self, path: Path) -> str | None:
@@ -335,7 +338,7 @@ class ConfigLoader:
         entries: Any = None
         where = cfg.primary.loc("hydra", "searchpath")
         for o, src in parsed:
-            if o.key_or_group == "hydra.searchpath" and o.type != OverrideType.DEL:
+            if o.key_or_group == "hydra.searchpath" and not o.is_delete():
                 entries, where = o.value(), src.origin or where
         if entries is None:
             hydra = cfg.primary.data.get("hydra") if isinstance(cfg.primary.data, dict) else None
@@ -376,7 +379,7 @@ class ConfigLoader:
         if key == "hydra.searchpath":
             return
         exists = key == "hydra" or _has_key(_hydra_schema(), key.removeprefix("hydra."))
-        if o.type == OverrideType.CHANGE and not exists:
+        if _kind(o) == "CHANGE" and not exists:
             cfg.problems.append(
                 ConfigProblem(
                     f"override {src.text!r}: Hydra's own config has no {key}; Hydra refuses it",
@@ -391,6 +394,13 @@ class ConfigLoader:
         self, overrides: list[Override], cfg: RLinfConfig
     ) -> list[tuple[HydraOverride, Override]]:
         out: list[tuple[HydraOverride, Override]] = []
+        if not overrides:
+            return out
+        from hydra.core.override_parser.overrides_parser import OverridesParser
+        from hydra.errors import HydraException
+
+        if self._parser is None:
+            self._parser = OverridesParser.create()
         for ov in overrides:
             if _nesting(ov.text) > MAX_DEPTH:
                 # Hydra's grammar recurses per bracket: refuse before it hits the limit.
@@ -427,7 +437,7 @@ class ConfigLoader:
 
     def _is_group_override(self, o: HydraOverride, primary: YamlDoc, search: list[Path]) -> bool:
         """``env@env.train=x`` or ``model=x`` selects a config group, not a value."""
-        if o.type == OverrideType.DEL or not isinstance(o.value(), str):
+        if o.is_delete() or not isinstance(o.value(), str):
             return False
         if o.package is not None:
             return True
@@ -436,7 +446,7 @@ class ConfigLoader:
     def _apply(self, cfg: RLinfConfig, o: HydraOverride, src: Override) -> None:
         key = o.key_or_group
         exists = cfg.has(key)
-        if o.type == OverrideType.DEL:
+        if o.is_delete():
             # Hydra selects the key first and takes a null value for a missing one.
             if not exists or cfg.raw(key) is None:
                 cfg.problems.append(
@@ -450,7 +460,7 @@ class ConfigLoader:
             _delete(cfg.data, key)
             cfg.applied[key] = src
             return
-        if o.type == OverrideType.CHANGE and not exists:
+        if _kind(o) == "CHANGE" and not exists:
             # Hydra composes in struct mode: a plain override of a missing key is refused.
             cfg.problems.append(
                 ConfigProblem(
@@ -461,7 +471,7 @@ class ConfigLoader:
                 )
             )
             return
-        if o.type == OverrideType.ADD and exists:
+        if _kind(o) == "ADD" and exists:
             cfg.problems.append(
                 ConfigProblem(
                     f"override {src.text!r}: {key} exists already; Hydra refuses "
@@ -655,6 +665,11 @@ def _nesting(text: str) -> int:
         elif c in "]})":
             depth -= 1
     return deepest
+
+
+def _kind(o: HydraOverride) -> str:
+    """``CHANGE``, ``ADD``, ``FORCE_ADD`` or ``DEL``: Hydra's ``OverrideType`` by name."""
+    return o.type.name
 
 
 @functools.lru_cache(maxsize=4096)
