@@ -31,6 +31,10 @@ _ENV_REF = re.compile(r"\$\{oc\.env:([A-Za-z_][A-Za-z0-9_]*)(?:,([^}]*))?\}")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Scripts larger than this are not launch scripts; they are not read.
 _MAX_SCRIPT_BYTES = 256 * 1024
+# RLinf's launch scripts sit a few folders deep in a tree of a few thousand entries.
+_MAX_WALK_DEPTH = 8
+_MAX_WALK_ENTRIES = 50_000
+_SKIP_DIRS = frozenset({"node_modules", "__pycache__", "site-packages", "venv"})
 
 
 @dataclass(frozen=True)
@@ -225,9 +229,20 @@ class Checkout:
     def scripts(self) -> list[Path]:
         if self._scripts is None:
             found: list[Path] = []
+            seen = 0
             for dirpath, dirs, files in os.walk(self.root):
-                dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "node_modules")
+                # Bounded: a folder mistaken for a checkout (a home directory with a .git)
+                # must not turn a look-up into a walk of the whole disk.
+                depth = len(Path(dirpath).relative_to(self.root).parts)
+                dirs[:] = (
+                    []
+                    if depth >= _MAX_WALK_DEPTH
+                    else sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS)
+                )
                 found += [Path(dirpath) / f for f in sorted(files) if f.endswith(".sh")]
+                seen += len(files) + len(dirs)
+                if seen > _MAX_WALK_ENTRIES:
+                    break
             self._scripts = found
         return self._scripts
 
