@@ -9,7 +9,8 @@ consumer such as OmegaConf walks them).
 
 The document is built from libyaml's event stream with an explicit stack, never by
 recursion: depth is bounded by ``MAX_DEPTH`` rather than by Python's recursion limit, and
-the node budget stops a huge file long before it is all parsed.
+the node budget stops a huge file long before it is all parsed. (Just over 400 lines: the
+guards and the builder they constrain are one piece.)
 """
 
 from __future__ import annotations

@@ -14,6 +14,11 @@ Example::
     loader = ConfigLoader()
     cfg = loader.load("maniskill.yaml", overrides=[Override.cli("cluster.num_nodes=2")])
     cfg.select("cluster.num_nodes")  # -> 2
+
+Longer than ~400 lines on purpose: Hydra's composition rules (defaults list, packages,
+overrides, search path) act on one another and on the composed value, and are kept next to
+each other so they can be read against Hydra's; the search path's environment and launch
+scripts live in ``searchpath.py``.
 """
 
 from __future__ import annotations
