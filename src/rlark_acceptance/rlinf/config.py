@@ -282,6 +282,7 @@ class ConfigLoader:
         config_dir: str | os.PathLike[str] | None = None,
         overrides: Iterable[Override] = (),
         shown: str | None = None,
+        set_by: Mapping[str, str] | None = None,
     ) -> RLinfConfig:
         """Compose ``path`` with its defaults (searched in ``config_dir``) and overrides.
 
@@ -294,7 +295,8 @@ class ConfigLoader:
             primary = dataclasses.replace(primary, path=shown)
         cfg = RLinfConfig(path=primary.path, primary=primary, data={})
         parsed = self._parse_overrides(list(overrides), cfg)
-        search = self._search_path(cfg, p, Path(config_dir) if config_dir else p.parent, parsed)
+        main = Path(config_dir) if config_dir else p.parent
+        search = self._search_path(cfg, p, main, parsed, set_by or {})
         cfg.search = search
         group_choices = {
             (o.key_or_group, o.package): (o, src)
@@ -334,6 +336,7 @@ class ConfigLoader:
         path: Path,
         main: Path,
         parsed: list[tuple[HydraOverride, Override]],
+        set_by: Mapping[str, str],
     ) -> list[Path]:
         """The folders defaults are looked up in: the config's own, then ``hydra.searchpath``.
 
@@ -358,7 +361,7 @@ class ConfigLoader:
             return dirs
         checkout = self._checkout(path)
         for i, text in enumerate(entries):
-            entry = resolve_entry(text, path, os.environ, checkout)
+            entry = resolve_entry(text, path, os.environ, checkout, set_by)
             if entry.problem:
                 # Hydra stops here, but RLinf's launch scripts always set the variable: what
                 # matters is whether a default then goes missing (fatal, below).

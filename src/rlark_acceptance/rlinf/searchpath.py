@@ -293,8 +293,13 @@ def resolve_entry(
     config: Path,
     env: Mapping[str, str],
     checkout: Checkout | None,
+    set_by: Mapping[str, str] | None = None,
 ) -> SearchEntry:
-    """Resolve ``${oc.env:VAR}`` in one entry and turn ``file://`` into a folder."""
+    """Resolve ``${oc.env:VAR}`` in one entry and turn ``file://`` into a folder.
+
+    ``set_by`` names, per variable, what sets it where RLinf really runs (the Job's run
+    script, inside the image): said in the finding when it is unknown here.
+    """
     missing: list[str] = []
 
     def sub(m: re.Match[str]) -> str:
@@ -313,7 +318,8 @@ def resolve_entry(
     value = _ENV_REF.sub(sub, text)
     if missing:
         name = missing[0]
-        return SearchEntry(text, None, _unset_message(name, text, checkout), name)
+        where = (set_by or {}).get(name)
+        return SearchEntry(text, None, _unset_message(name, text, checkout, where), name)
     if "${" in value:
         return SearchEntry(text, None, f"hydra.searchpath entry {text!r} cannot be resolved")
     if value.startswith("pkg://"):
@@ -322,8 +328,13 @@ def resolve_entry(
     return SearchEntry(text, Path(path) if path else None)
 
 
-def _unset_message(name: str, text: str, checkout: Checkout | None) -> str:
+def _unset_message(name: str, text: str, checkout: Checkout | None, set_by: str | None) -> str:
     head = f"hydra.searchpath entry {text!r}: environment variable {name} is not set"
+    if set_by:
+        return (
+            f"{head} here; {set_by} sets it where RLinf runs: export {name} to the local "
+            "folder it stands for to check the defaults found there"
+        )
     if checkout is None:
         return (
             f"{head}, and the config is not inside an RLinf checkout whose launch scripts "
