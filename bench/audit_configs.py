@@ -1,6 +1,11 @@
 """Benchmark: audit every RLinf config under a directory, against Hydra's compose API.
 
-    python bench/audit_configs.py [DIR ...]      (default: the sample under tests/data)
+    python bench/audit_configs.py [DIR ...] [--env NAME=VALUE]   (default: the sample)
+
+Point it at an RLinf checkout (its ``examples/``, ``evaluations/``, ``tests/e2e_tests/``):
+the search path variables come from the environment, else from the checkout's launch
+scripts, on both sides. Every config flagged is listed with whether Hydra refuses it too;
+a config Hydra refuses that the audit passes is listed as NOT flagged.
 
 The anchor composes each config that has a ``cluster`` section with Hydra's own
 ``initialize_config_dir`` + ``compose``, one after another in one process, which is what a
@@ -68,9 +73,24 @@ def hydra_anchor(paths: list[Path], env: dict[Path, dict[str, str]]) -> tuple[fl
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("dirs", nargs="*", default=[str(ROOT / "tests/data/rlinf-configs/examples")])
+    ap.add_argument("dirs", nargs="*")
     ap.add_argument("--rounds", type=int, default=3, help="best of N for our side")
+    ap.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="export before both sides run (as a launch script would)",
+    )
     args = ap.parse_args()
+    if not args.dirs:
+        # The sample carries no launch scripts: export what RLinf's would.
+        sample = ROOT / "tests" / "data" / "rlinf-configs"
+        args.dirs = [str(sample)]
+        args.env += [f"EMBODIED_PATH={sample}/examples/embodiment", f"REPO_PATH={sample}"]
+    for item in args.env:
+        name, _, value = item.partition("=")
+        os.environ[name] = value
 
     files = list(walk(args.dirs))
     best = float("inf")

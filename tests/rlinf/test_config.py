@@ -177,3 +177,18 @@ def test_every_value_resolves_as_omegaconf_resolves_it(path: Path) -> None:
         except Exception:
             got = "<unresolvable>"
         assert got == want, key
+
+
+SEARCH_PATH_OVERRIDES = [
+    ["cluster.num_nodes=2"],
+    ["env@env.eval=libero_goal"],  # a group option found only on the search path
+    ["model@rollout.model=openvla"],
+    ["env@env.eval=no_such_env"],  # Hydra refuses: nowhere on the search path
+    ["hydra.run.dir=/tmp/x", "hydra.job.chdir=true"],
+    ["hydra.searchpath=[]"],  # Hydra refuses: the defaults are not found without it
+]
+
+
+@pytest.mark.parametrize("overrides", SEARCH_PATH_OVERRIDES, ids=lambda o: " ".join(o))
+def test_overrides_on_the_search_path_equal_hydra(overrides: list[str]) -> None:
+    assert_same_as_hydra(CHECKOUT / "evaluations/libero/libero_10_openvlaoft_eval.yaml", overrides)

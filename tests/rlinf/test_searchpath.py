@@ -156,3 +156,20 @@ def test_overrides_of_hydras_own_config(
     monkeypatch.setenv("EMBODIED_PATH", str(CHECKOUT / "examples" / "embodiment"))
     cfg = ConfigLoader().load(EVAL, overrides=[Override.cli(override)])
     assert ([p for p in cfg.problems if p.fatal] == []) is accepted
+
+
+def test_a_variable_the_run_script_sets_is_named_with_it(tmp_path: Path) -> None:
+    from rlark_acceptance.rlinf.effective import evaluate
+    from rlark_acceptance.rlinf.launch import parse_run_script
+
+    config = tmp_path / EVAL.name  # outside any checkout
+    shutil.copy(EVAL, config)
+    launch = parse_run_script(
+        "cd /workspace/RLinf && EMBODIED_PATH=/workspace/RLinf/examples/embodiment "
+        "python examples/embodiment/train_embodied_agent.py --config-path x "
+        f"--config-name {config.stem}\n"
+    )
+    assert launch is not None and "EMBODIED_PATH" in launch.env
+    eff = evaluate(ConfigLoader(), config, launch=launch)
+    (unset,) = [p.message for p in eff.problems if "is not set" in p.message]
+    assert "the run script sets it where RLinf runs" in unset

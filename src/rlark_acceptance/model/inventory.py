@@ -22,7 +22,7 @@ GPU_RESOURCE = "nvidia.com/gpu"
 def node_from_k8s(item: dict[str, Any], doc: YamlDoc | None = None, *keys: Any) -> NodeSpec:
     """A Kubernetes Node object, reduced to what the checks read; wrong shapes are refused."""
 
-    def part(value: Any, key: str, kind: type, *where: Any) -> Any:
+    def part(value: Any, kind: type, *where: Any) -> Any:
         if value is None:
             return kind()
         if not isinstance(value, kind):
@@ -30,12 +30,12 @@ def node_from_k8s(item: dict[str, Any], doc: YamlDoc | None = None, *keys: Any) 
             raise InputError(place, f"node {'.'.join(map(str, where))} must be a {kind.__name__}")
         return value
 
-    meta = part(item.get("metadata"), "metadata", dict, "metadata")
-    status = part(item.get("status"), "status", dict, "status")
-    spec = part(item.get("spec"), "spec", dict, "spec")
-    labels = part(meta.get("labels"), "labels", dict, "metadata", "labels")
-    conditions = part(status.get("conditions"), "conditions", list, "status", "conditions")
-    allocatable = part(status.get("allocatable"), "allocatable", dict, "status", "allocatable")
+    meta = part(item.get("metadata"), dict, "metadata")
+    status = part(item.get("status"), dict, "status")
+    spec = part(item.get("spec"), dict, "spec")
+    labels = part(meta.get("labels"), dict, "metadata", "labels")
+    conditions = part(status.get("conditions"), list, "status", "conditions")
+    allocatable = part(status.get("allocatable"), dict, "status", "allocatable")
     ready = any(
         isinstance(c, dict) and c.get("type") == "Ready" and c.get("status") == "True"
         for c in conditions

@@ -14,24 +14,26 @@ Example::
     loader = ConfigLoader()
     cfg = loader.load("maniskill.yaml", overrides=[Override.cli("cluster.num_nodes=2")])
     cfg.select("cluster.num_nodes")  # -> 2
+
+Longer than ~400 lines on purpose: Hydra's composition rules (defaults list, packages,
+overrides, search path) act on one another and on the composed value, and are kept next to
+each other so they can be read against Hydra's; the search path's environment and launch
+scripts live in ``searchpath.py``.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import os
 import posixpath
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.core.override_parser.types import Override as HydraOverride
-from hydra.core.override_parser.types import OverrideType
-from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
@@ -42,6 +44,13 @@ from rlark_acceptance.model.keypath import dotted as dotted_key
 from rlark_acceptance.model.keypath import parse as parse_key
 from rlark_acceptance.model.yamlsrc import MAX_DEPTH, YamlDoc, parse_yaml, read_text
 from rlark_acceptance.rlinf.searchpath import Checkout, checkout_root, resolve_entry
+
+if TYPE_CHECKING:
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import Override as HydraOverride
+
+# Hydra itself is imported only when there are overrides to parse: importing the package
+# costs more than auditing a few hundred configs.
 
 _MISSING = object()
 _SLOW = object()
@@ -264,14 +273,14 @@ class ConfigLoader:
     def __init__(self) -> None:
         self._docs: dict[Path, YamlDoc] = {}
         self._headers: dict[Path, str | None] = {}
-        self._parser = OverridesParser.create()
+        self._parser: OverridesParser | None = None
         self._checkouts: dict[Path, Checkout] = {}
 
     def _header(self, path: Path) -> str | None:
-        return self._headers.get(Path(os.path.realpath(path)))
+        return self._headers.get(_real(path))
 
     def doc(self, path: Path) -> YamlDoc:
-        key = Path(os.path.realpath(path))
+        key = _real(path)
         if key not in self._docs:
             text = read_text(path)
             self._docs[key] = parse_yaml(text, str(path))
@@ -285,6 +294,7 @@ class ConfigLoader:
         config_dir: str | os.PathLike[str] | None = None,
         overrides: Iterable[Override] = (),
         shown: str | None = None,
+        set_by: Mapping[str, str] | None = None,
     ) -> RLinfConfig:
         """Compose ``path`` with its defaults (searched in ``config_dir``) and overrides.
 
@@ -297,7 +307,8 @@ class ConfigLoader:
             primary = dataclasses.replace(primary, path=shown)
         cfg = RLinfConfig(path=primary.path, primary=primary, data={})
         parsed = self._parse_overrides(list(overrides), cfg)
-        search = self._search_path(cfg, p, Path(config_dir) if config_dir else p.parent, parsed)
+        main = Path(config_dir) if config_dir else p.parent
+        search = self._search_path(cfg, p, main, parsed, set_by or {})
         cfg.search = search
         group_choices = {
             (o.key_or_group, o.package): (o, src)
@@ -337,6 +348,7 @@ class ConfigLoader:
         path: Path,
         main: Path,
         parsed: list[tuple[HydraOverride, Override]],
+        set_by: Mapping[str, str],
     ) -> list[Path]:
         """The folders defaults are looked up in: the config's own, then ``hydra.searchpath``.
 
@@ -346,7 +358,7 @@ class ConfigLoader:
         entries: Any = None
         where = cfg.primary.loc("hydra", "searchpath")
         for o, src in parsed:
-            if o.key_or_group == "hydra.searchpath" and o.type != OverrideType.DEL:
+            if o.key_or_group == "hydra.searchpath" and not o.is_delete():
                 entries, where = o.value(), src.origin or where
         if entries is None:
             hydra = cfg.primary.data.get("hydra") if isinstance(cfg.primary.data, dict) else None
@@ -361,7 +373,7 @@ class ConfigLoader:
             return dirs
         checkout = self._checkout(path)
         for i, text in enumerate(entries):
-            entry = resolve_entry(text, path, os.environ, checkout)
+            entry = resolve_entry(text, path, os.environ, checkout, set_by)
             if entry.problem:
                 # Hydra stops here, but RLinf's launch scripts always set the variable: what
                 # matters is whether a default then goes missing (fatal, below).
@@ -387,7 +399,7 @@ class ConfigLoader:
         if key == "hydra.searchpath":
             return
         exists = key == "hydra" or _has_key(_hydra_schema(), key.removeprefix("hydra."))
-        if o.type == OverrideType.CHANGE and not exists:
+        if _kind(o) == "CHANGE" and not exists:
             cfg.problems.append(
                 ConfigProblem(
                     f"override {src.text!r}: Hydra's own config has no {key}; Hydra refuses it",
@@ -402,6 +414,13 @@ class ConfigLoader:
         self, overrides: list[Override], cfg: RLinfConfig
     ) -> list[tuple[HydraOverride, Override]]:
         out: list[tuple[HydraOverride, Override]] = []
+        if not overrides:
+            return out
+        from hydra.core.override_parser.overrides_parser import OverridesParser
+        from hydra.errors import HydraException
+
+        if self._parser is None:
+            self._parser = OverridesParser.create()
         for ov in overrides:
             if _nesting(ov.text) > MAX_DEPTH:
                 # Hydra's grammar recurses per bracket: refuse before it hits the limit.
@@ -438,7 +457,7 @@ class ConfigLoader:
 
     def _is_group_override(self, o: HydraOverride, primary: YamlDoc, search: list[Path]) -> bool:
         """``env@env.train=x`` or ``model=x`` selects a config group, not a value."""
-        if o.type == OverrideType.DEL or not isinstance(o.value(), str):
+        if o.is_delete() or not isinstance(o.value(), str):
             return False
         if o.package is not None:
             return True
@@ -447,7 +466,7 @@ class ConfigLoader:
     def _apply(self, cfg: RLinfConfig, o: HydraOverride, src: Override) -> None:
         key = o.key_or_group
         exists = cfg.has(key)
-        if o.type == OverrideType.DEL:
+        if o.is_delete():
             # Hydra selects the key first and takes a null value for a missing one.
             if not exists or cfg.raw(key) is None:
                 cfg.problems.append(
@@ -461,7 +480,7 @@ class ConfigLoader:
             _delete(cfg.data, key)
             cfg.applied[key] = src
             return
-        if o.type == OverrideType.CHANGE and not exists:
+        if _kind(o) == "CHANGE" and not exists:
             # Hydra composes in struct mode: a plain override of a missing key is refused.
             cfg.problems.append(
                 ConfigProblem(
@@ -472,7 +491,7 @@ class ConfigLoader:
                 )
             )
             return
-        if o.type == OverrideType.ADD and exists:
+        if _kind(o) == "ADD" and exists:
             cfg.problems.append(
                 ConfigProblem(
                     f"override {src.text!r}: {key} exists already; Hydra refuses "
@@ -668,12 +687,23 @@ def _nesting(text: str) -> int:
     return deepest
 
 
+def _kind(o: HydraOverride) -> str:
+    """``CHANGE``, ``ADD``, ``FORCE_ADD`` or ``DEL``: Hydra's ``OverrideType`` by name."""
+    return o.type.name
+
+
+@functools.lru_cache(maxsize=4096)
+def _real(path: Path) -> Path:
+    """The real path of a config file; files of one audit are looked up many times."""
+    return Path(os.path.realpath(path))
+
+
 def _find(search: list[Path], rel: str) -> Path | None:
     """The first folder of the search path that holds ``rel``, as Hydra looks it up."""
     for d in search:
         file = d / rel
         if file.is_file():
-            return Path(os.path.realpath(file))
+            return _real(file)
     return None
 
 

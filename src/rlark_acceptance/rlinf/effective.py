@@ -79,7 +79,12 @@ def evaluate(
     all_overrides = list(overrides or [])
     if launch is not None:
         all_overrides += launch.overrides
-    cfg = loader.load(config_path, config_dir=config_dir, overrides=all_overrides, shown=shown)
+    set_by: dict[str, str] = {}
+    if launch is not None:
+        set_by = {name: "the run script" for name in launch.env}
+    cfg = loader.load(
+        config_path, config_dir=config_dir, overrides=all_overrides, shown=shown, set_by=set_by
+    )
     problems: list[ConfigProblem] = []
     cluster_raw = cfg.resolved("cluster") if cfg.has("cluster") else None
     cluster = summarize_cluster(cluster_raw)

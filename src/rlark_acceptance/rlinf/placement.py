@@ -1,9 +1,14 @@
 """Classify the ``cluster`` section of an RLinf config for a one-node RLark Worker.
 
-Pure and total: it takes the *effective* ``cluster`` mapping (already merged with its
-Hydra defaults and the run command's overrides by the caller), never does I/O and never
-raises; everything wrong is reported as a :class:`PlacementProblem` with the key path,
-which the caller maps to ``file:line``.
+Pure: it takes the *effective* ``cluster`` mapping (already merged with its Hydra
+defaults and the run command's overrides by the caller) and never does I/O; everything
+wrong in the content is reported as a :class:`PlacementProblem` with the key path, which
+the caller maps to ``file:line``. An exception is a bug here and keeps its traceback (the
+property tests drive arbitrary sections through it).
+
+One module of ~800 lines on purpose: it mirrors one parser of RLinf (rank ranges, process
+ranks, node groups, hardware) whose rules refer to each other; split, each part would need
+the others' private helpers.
 
 The syntax and the validation follow RLinf's own parser (``rlinf/scheduler/placement/
 placement.py`` ``ComponentPlacement._parse_rank_map``, ``rlinf/scheduler/cluster/

@@ -31,6 +31,10 @@ _ENV_REF = re.compile(r"\$\{oc\.env:([A-Za-z_][A-Za-z0-9_]*)(?:,([^}]*))?\}")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Scripts larger than this are not launch scripts; they are not read.
 _MAX_SCRIPT_BYTES = 256 * 1024
+# RLinf's launch scripts sit a few folders deep in a tree of a few thousand entries.
+_MAX_WALK_DEPTH = 8
+_MAX_WALK_ENTRIES = 50_000
+_SKIP_DIRS = frozenset({"node_modules", "__pycache__", "site-packages", "venv"})
 
 
 @dataclass(frozen=True)
@@ -225,9 +229,20 @@ class Checkout:
     def scripts(self) -> list[Path]:
         if self._scripts is None:
             found: list[Path] = []
+            seen = 0
             for dirpath, dirs, files in os.walk(self.root):
-                dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "node_modules")
+                # Bounded: a folder mistaken for a checkout (a home directory with a .git)
+                # must not turn a look-up into a walk of the whole disk.
+                depth = len(Path(dirpath).relative_to(self.root).parts)
+                dirs[:] = (
+                    []
+                    if depth >= _MAX_WALK_DEPTH
+                    else sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS)
+                )
                 found += [Path(dirpath) / f for f in sorted(files) if f.endswith(".sh")]
+                seen += len(files) + len(dirs)
+                if seen > _MAX_WALK_ENTRIES:
+                    break
             self._scripts = found
         return self._scripts
 
@@ -278,8 +293,13 @@ def resolve_entry(
     config: Path,
     env: Mapping[str, str],
     checkout: Checkout | None,
+    set_by: Mapping[str, str] | None = None,
 ) -> SearchEntry:
-    """Resolve ``${oc.env:VAR}`` in one entry and turn ``file://`` into a folder."""
+    """Resolve ``${oc.env:VAR}`` in one entry and turn ``file://`` into a folder.
+
+    ``set_by`` names, per variable, what sets it where RLinf really runs (the Job's run
+    script, inside the image): said in the finding when it is unknown here.
+    """
     missing: list[str] = []
 
     def sub(m: re.Match[str]) -> str:
@@ -298,7 +318,8 @@ def resolve_entry(
     value = _ENV_REF.sub(sub, text)
     if missing:
         name = missing[0]
-        return SearchEntry(text, None, _unset_message(name, text, checkout), name)
+        where = (set_by or {}).get(name)
+        return SearchEntry(text, None, _unset_message(name, text, checkout, where), name)
     if "${" in value:
         return SearchEntry(text, None, f"hydra.searchpath entry {text!r} cannot be resolved")
     if value.startswith("pkg://"):
@@ -307,8 +328,13 @@ def resolve_entry(
     return SearchEntry(text, Path(path) if path else None)
 
 
-def _unset_message(name: str, text: str, checkout: Checkout | None) -> str:
+def _unset_message(name: str, text: str, checkout: Checkout | None, set_by: str | None) -> str:
     head = f"hydra.searchpath entry {text!r}: environment variable {name} is not set"
+    if set_by:
+        return (
+            f"{head} here; {set_by} sets it where RLinf runs: export {name} to the local "
+            "folder it stands for to check the defaults found there"
+        )
     if checkout is None:
         return (
             f"{head}, and the config is not inside an RLinf checkout whose launch scripts "

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from rlark_acceptance.model.findings import Finding, error
 from rlark_acceptance.model.job import mount_for
+from rlark_acceptance.model.keypath import dotted
 from rlark_acceptance.preflight.checks.base import (
     Context,
     check,
@@ -14,7 +15,7 @@ from rlark_acceptance.preflight.checks.base import (
     nodes_matching,
 )
 from rlark_acceptance.preflight.checks.worker import gpu_findings
-from rlark_acceptance.preflight.secrets import dotted, redact, scan_script, scan_tree, scan_value
+from rlark_acceptance.preflight.secrets import redact, scan_script, scan_tree, scan_value
 
 
 @check("5.1", needs=("job",))
