@@ -13,6 +13,7 @@ from rlark_acceptance.storage.store import (
     S3Store,
     Store,
     StoreError,
+    StoreUnavailable,
 )
 from rlark_acceptance.storage.tensorboard import EventFilesReport, verify_event_files
 
@@ -25,6 +26,7 @@ __all__ = [
     "S3Store",
     "Store",
     "StoreError",
+    "StoreUnavailable",
     "snapshot",
     "verify_checkpoints",
     "verify_event_files",

@@ -40,8 +40,15 @@ class StoreError(Exception):
 
 
 class ObjectNotFound(StoreError):
+    """The one error that means "nothing there": every other one keeps its cause."""
+
     def __init__(self, key: str, message: str = "no such object", code: str = "NoSuchKey") -> None:
         super().__init__(code, key, message)
+
+
+class StoreUnavailable(StoreError):
+    """The store did not answer (connection refused or reset, timeout, 5xx) after the bounded
+    retries (``MAX_ATTEMPTS``): the outcome at the location is unknown, not empty."""
 
 
 @runtime_checkable
@@ -87,7 +94,13 @@ class FileStore:
         if not base.is_dir():
             return []
         out: list[ObjectInfo] = []
-        for dirpath, _dirs, files in os.walk(base):
+
+        def unreadable(e: OSError) -> None:
+            raise StoreError(
+                "AccessDenied" if isinstance(e, PermissionError) else "EIO", prefix, str(e)
+            )
+
+        for dirpath, _dirs, files in os.walk(base, onerror=unreadable):
             for name in files:
                 path = Path(dirpath) / name
                 key = path.relative_to(self.root).as_posix()
@@ -196,7 +209,13 @@ class S3Store:
             msg = f"{err.get('Message') or 'request failed'} (HTTP {status}, bucket {self.bucket})"
             if code in ("NoSuchKey", "404", "NotFound"):
                 return ObjectNotFound(key, msg, code="NoSuchKey")
+            if _is_transient(exc):
+                return StoreUnavailable(code, key, f"{msg}, after {MAX_ATTEMPTS} attempts")
             return StoreError(code, key, msg)
+        if _is_transient(exc):
+            return StoreUnavailable(
+                type(exc).__name__, key, f"{exc} (after {MAX_ATTEMPTS} attempts)"
+            )
         return StoreError(type(exc).__name__, key, str(exc))
 
     @_retry

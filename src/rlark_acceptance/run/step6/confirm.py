@@ -1,0 +1,75 @@
+"""Step 6 in the page's order: submit, then each phase in turn; evidence collected at the end."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+from rlark_acceptance.adapters.base import Adapter
+from rlark_acceptance.model.job import Job
+from rlark_acceptance.model.profile import Profile
+from rlark_acceptance.run.step6.first_signal import FirstSignal
+from rlark_acceptance.run.step6.listed import Listed
+from rlark_acceptance.run.step6.output import Output, locate
+from rlark_acceptance.run.step6.ray_head import RayHead
+from rlark_acceptance.run.step6.record import PHASES, PhaseResult, RunRecord
+from rlark_acceptance.run.step6.run import PhaseFailed, Progress, Step6Run
+from rlark_acceptance.run.step6.scheduled import Scheduled
+
+
+def confirm_running(
+    adapter: Adapter,
+    job: Job,
+    manifest: str,
+    profile: Profile,
+    *,
+    validated_config: dict[str, Any] | None = None,
+    on_phase: Callable[[PhaseResult], None] | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+    delete_after: bool = True,
+    clock: Callable[[], float] = time.monotonic,
+) -> RunRecord:
+    """Submit ``job`` and run Step 6; never raises for what the target does wrong."""
+    ri = profile.run_info
+    signal = re.compile(str(ri.first_signal)) if ri.first_signal else None
+    # Located, and listed, before submitting: what is there already is not this run's.
+    located = locate(adapter, job, ri.expected_output)
+    run = Step6Run(
+        adapter,
+        RunRecord(job=job),
+        profile.timeouts,
+        signal=signal,
+        validated=validated_config,
+        clock=clock,
+        on_phase=on_phase,
+        on_progress=on_progress,
+    )
+    rec = run.rec
+    try:
+        Listed(manifest).run(run)
+        assert rec.ref is not None
+        run.stream = adapter.observe(rec.ref)
+        for phase in (Scheduled(ri.expected_node), RayHead(), FirstSignal()):
+            run.wait(phase)
+        Output(located, delete_after=delete_after).run(run)
+    except PhaseFailed:
+        pass
+    finally:
+        if rec.ref is not None:
+            rec.pods = _safe(lambda: adapter.pods(rec.ref), [])  # type: ignore[arg-type]
+            rec.events = _safe(lambda: adapter.events(rec.ref), [])  # type: ignore[arg-type]
+    for check in PHASES:
+        if check not in rec.phases:
+            failed = rec.earliest_failure
+            why = f"not reached: {failed.check} failed" if failed else "not reached"
+            rec.phases[check] = PhaseResult(check, "skipped", why)
+    return rec
+
+
+def _safe(fn: Callable[[], Any], default: Any) -> Any:
+    try:
+        return fn()
+    except Exception:  # evidence collection must never hide the original verdict
+        return default
