@@ -440,6 +440,39 @@ def test_missing_host_path_keeps_the_pod_from_starting(
     assert t.lines == [] and "Running" not in [p.phase for p in t.pods]
 
 
+def test_an_unreachable_store_keeps_the_pod_from_starting_naming_it(
+    adapter: LocalAdapter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens there once the socket is closed
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", f"http://127.0.0.1:{port}")
+    mount = {
+        "name": "ckpt",
+        "type": "objectStorage",
+        "bucket": "rlinf-ckpt",
+        "prefix": "unreachable",
+        "containerPath": "/mnt/ckpt",
+    }
+    job, text = write_job(tmp_path, unique("nostore"), "echo never\n", mounts=[mount])
+    t0 = time.monotonic()
+    ref = adapter.submit(job, text)
+    t = watch(adapter.observe(ref), lambda t: bool(t.pods) and t.last.reason is not None)
+    assert time.monotonic() - t0 < 10  # bounded retries, not s3fs's minutes
+    assert (t.last.phase, t.last.reason, t.last.node) == (
+        "Pending",
+        "CreateContainerError",
+        "local-node",
+    )
+    assert (t.last.message or "").startswith(
+        'MountVolume.SetUp failed for volume "ckpt" : s3://rlinf-ckpt/unreachable at '
+        f"http://127.0.0.1:{port} does not answer: EndpointConnectionError"
+    )
+    assert t.lines == [] and not list((tmp_path / "pods").rglob("s3fs.passwd"))
+
+
 # --- scheduling ------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("selector", "gpus", "message"),

@@ -546,3 +546,52 @@ def test_a_waiting_phase_reports_progress_every_second(base: Any, tmp_path: Path
     assert all(p.timeout == {"6.2": 30, "6.3": 60, "6.4": 120, "6.5": 120}[p.check] for p in ticks)
     assert ticks[0].pod.startswith("pod rlinf-smoke-ppo-mlp-worker-0")
     assert NODE  # the scripted Pod's node is the profile's expected node
+
+
+# --- what the run leaves at the persistent location -------------------------------------
+
+
+def keeping(base: tuple[Profile, Any], value: object) -> tuple[Profile, Any]:
+    prof, job = base
+    return replace(prof, target=replace(prof.target, options={"keepOutputs": value})), job
+
+
+def stored(root: Path) -> list[str]:
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+
+
+def test_a_passing_run_removes_what_it_wrote_and_only_that(base: Any, tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    (root / "logs" / "earlier").mkdir(parents=True)
+    (root / "logs" / "earlier" / "events.out").write_bytes(b"an earlier run's")
+    rec, _ = run(base, tmp_path, happy_script(root), validated=CONFIG)
+    assert rec.passed and rec.outputs_removed == 1 and rec.outputs_kept is None
+    assert stored(root) == ["logs/earlier/events.out"]
+
+
+def test_a_failing_run_keeps_its_outputs_and_names_them(base: Any, tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    rec, _ = run(base, tmp_path, happy_script(root), validated={"cluster": {"num_nodes": 2}})
+    assert rec.earliest_failure is not None and rec.earliest_failure.check == "1.2"
+    assert rec.outputs_kept == f"file://{root}/logs (1 objects written by this run)"
+    assert stored(root) == [f"{CKPT}/global_step_1/actor/model.safetensors"]
+
+
+@pytest.mark.parametrize(("policy", "left"), [("always", 1), ("never", 0)])
+def test_the_profile_decides_what_stays(base: Any, tmp_path: Path, policy: str, left: int) -> None:
+    root = tmp_path / "store"
+    failing = {"cluster": {"num_nodes": 2}}
+    rec, _ = run(keeping(base, policy), tmp_path, happy_script(root), validated=failing)
+    assert len(stored(root)) == left and (rec.outputs_kept is not None) == bool(left)
+    assert rec.outputs_removed == 1 - left
+
+
+def test_an_unknown_keep_outputs_value_names_the_profile_line(base: Any, tmp_path: Path) -> None:
+    from rlark_acceptance.model.errors import InputError
+
+    with pytest.raises(InputError) as e:
+        run(keeping(base, "sometimes"), tmp_path, [])
+    assert "target.keepOutputs must be one of onFailure, always, never, not 'sometimes'" in str(
+        e.value
+    )
+    assert "local.yaml" in str(e.value)

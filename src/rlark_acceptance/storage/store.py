@@ -7,7 +7,9 @@ checkpoint reads headers and directories, not whole files.
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -66,6 +68,13 @@ class Store(Protocol):
         ...
 
 
+@runtime_checkable
+class Removable(Protocol):
+    def delete(self, keys: Sequence[str]) -> None:
+        """Remove these objects (a missing one is not an error)."""
+        ...
+
+
 def join_key(*parts: str) -> str:
     """Join key parts with single slashes, ignoring empty parts."""
     return "/".join(p.strip("/") for p in parts if p.strip("/"))
@@ -121,6 +130,20 @@ class FileStore:
             raise ObjectNotFound(key, "is a directory") from None
         except PermissionError as e:
             raise StoreError("AccessDenied", key, str(e.strerror)) from None
+
+    def delete(self, keys: Sequence[str]) -> None:
+        parents: set[Path] = set()
+        for key in keys:
+            path = self._path(key)
+            try:
+                path.unlink(missing_ok=True)
+            except OSError as e:
+                raise StoreError("AccessDenied", key, str(e.strerror)) from None
+            parents.update(p for p in path.parents if self.root in p.parents)
+        # Directories left empty go too, deepest first; the store's root stays.
+        for d in sorted(parents, key=lambda p: len(p.parts), reverse=True):
+            with contextlib.suppress(OSError):
+                d.rmdir()
 
 
 # Error codes a retry can fix. Everything else (NoSuchKey, AccessDenied,
@@ -263,6 +286,28 @@ class S3Store:
             return body.read()
         finally:
             body.close()
+
+    @_retry
+    def _delete_batch(self, keys: Sequence[str]) -> None:
+        answer = self.client.delete_objects(
+            Bucket=self.bucket, Delete={"Objects": [{"Key": k} for k in keys], "Quiet": True}
+        )
+        errors = answer.get("Errors") or []
+        if errors:
+            first = errors[0]
+            raise StoreError(
+                str(first.get("Code")), str(first.get("Key")), str(first.get("Message"))
+            )
+
+    def delete(self, keys: Sequence[str]) -> None:
+        full = [self._full(k) for k in keys]
+        for i in range(0, len(full), 1000):  # S3's limit per DeleteObjects request
+            try:
+                self._delete_batch(full[i : i + 1000])
+            except StoreError:
+                raise
+            except Exception as e:
+                raise self._error(e, keys[i]) from None
 
     def read(self, key: str, start: int = 0, end: int | None = None) -> bytes:
         if end is not None and end <= start:

@@ -33,7 +33,7 @@ from typing import Any
 from rlark_acceptance.adapters import cleanup
 from rlark_acceptance.adapters.base import Event, JobRef, Observation, PodStatus, SubmitRejected
 from rlark_acceptance.adapters.local.pod import PodRun, remove_scratch, scratch_is_orphaned
-from rlark_acceptance.adapters.local.s3 import S3ConfigError, client, endpoint_for_s3fs
+from rlark_acceptance.adapters.local.s3 import S3ConfigError, client, endpoint_for_s3fs, probe
 from rlark_acceptance.adapters.local.spec import RAY_TEMP_DIR, MountSpec, WorkerSpec
 from rlark_acceptance.model.job import JOB_NAME_LABEL, ROLE_LABEL, Job, Mount, Role
 from rlark_acceptance.model.profile import NodeSpec, Profile
@@ -259,6 +259,16 @@ class LocalAdapter:
         s3 = None
         if any(m.kind == "s3" for m in mounts):
             s3 = endpoint_for_s3fs(scratch / "secret")
+        for ms in mounts:
+            if ms.kind == "s3" and ms.bucket:
+                try:
+                    probe(ms.bucket, ms.prefix)
+                except S3ConfigError as e:
+                    if s3 is not None:  # no s3fs will read it
+                        Path(s3.passwd_file).unlink(missing_ok=True)
+                    raise S3ConfigError(
+                        f'MountVolume.SetUp failed for volume "{ms.name}" : {e}'
+                    ) from None
         venv_bin = str(Path(sys.executable).parent)
         env = {
             "PATH": f"{venv_bin}:{SYSTEM_PATH}",

@@ -13,6 +13,7 @@ from rlark_acceptance.model.profile import Profile
 from rlark_acceptance.run.step6.first_signal import FirstSignal
 from rlark_acceptance.run.step6.listed import Listed
 from rlark_acceptance.run.step6.output import Output, locate
+from rlark_acceptance.run.step6.outputs import keep_outputs_policy, output_root, settle_outputs
 from rlark_acceptance.run.step6.ray_head import RayHead
 from rlark_acceptance.run.step6.record import PHASES, PhaseResult, RunRecord
 from rlark_acceptance.run.step6.run import PhaseFailed, Progress, Step6Run
@@ -34,8 +35,10 @@ def confirm_running(
     """Submit ``job`` and run Step 6; never raises for what the target does wrong."""
     ri = profile.run_info
     signal = re.compile(str(ri.first_signal)) if ri.first_signal else None
+    policy = keep_outputs_policy(profile)
     # Located, and listed, before submitting: what is there already is not this run's.
     located = locate(adapter, job, ri.expected_output)
+    outputs = locate(adapter, job, output_root(profile), known=located)
     run = Step6Run(
         adapter,
         RunRecord(job=job),
@@ -65,6 +68,8 @@ def confirm_running(
             failed = rec.earliest_failure
             why = f"not reached: {failed.check} failed" if failed else "not reached"
             rec.phases[check] = PhaseResult(check, "skipped", why)
+    if delete_after:
+        settle_outputs(run, outputs, policy)
     return rec
 
 

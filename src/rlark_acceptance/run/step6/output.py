@@ -56,10 +56,13 @@ class Location:
         return f"{self.store.describe()}/{self.prefix}".rstrip("/")
 
 
-def locate(adapter: Adapter, job: Job, path: object) -> Location | str:
+def locate(
+    adapter: Adapter, job: Job, path: object, *, known: Location | str | None = None
+) -> Location | str:
     """The location of ``path`` with its listing before submission, or why there is none.
 
-    Taken before submitting: what is already there belongs to earlier runs.
+    Taken before submitting: what is already there belongs to earlier runs. A store that
+    ``known`` found not answering a moment ago is not asked again.
     """
     if not isinstance(path, str) or not path:
         return "no expected output location was prepared"
@@ -70,6 +73,13 @@ def locate(adapter: Adapter, job: Job, path: object) -> Location | str:
     if found is None:
         return f"{path} lies under no mount: nothing there persists"
     loc = Location(*found)
+    if (
+        isinstance(known, Location)
+        and known.baseline_error is not None
+        and known.store.describe() == loc.store.describe()
+    ):
+        loc.baseline_error = known.baseline_error
+        return loc
     try:
         loc.baseline = snapshot(loc.store, loc.prefix)
     except StoreError as exc:
@@ -130,6 +140,7 @@ class Output:
         if self.delete_after:
             assert rec.ref is not None
             run.adapter.delete(rec.ref)
+            run.worker_deleted = True
             again = self.verify(run, loc, "after the Worker was deleted")
             rec.checkpoint_after_delete = again
             if not again.ok:

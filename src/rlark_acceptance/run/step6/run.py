@@ -125,6 +125,7 @@ class Step6Run:
         self.over_at: float | None = None  # when the Worker's state made the outcome certain
         self.now = self.t0  # when the latest happening happened
         self.warning: Event | None = None  # the latest Warning Event (FailedMount...)
+        self.worker_deleted = False
         self.log = LogReader(self, signal, validated)
 
     # --- results ------------------------------------------------------------------------
