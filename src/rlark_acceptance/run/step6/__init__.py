@@ -8,15 +8,18 @@ and the observation loop; ``record.RunRecord`` is what the steps and reports rea
 
 from __future__ import annotations
 
-from rlark_acceptance.run.step6.confirm import confirm_running
+from rlark_acceptance.run.step6.confirm import Interrupted, confirm_running
 from rlark_acceptance.run.step6.log import RAY_STARTED, is_script_output
+from rlark_acceptance.run.step6.outputs import KEEP_OUTPUTS, keep_outputs_policy
 from rlark_acceptance.run.step6.record import ORDER, PHASES, PhaseResult, RunRecord, Status
 from rlark_acceptance.run.step6.run import PhaseFailed, Progress, Step6Run
 
 __all__ = [
+    "KEEP_OUTPUTS",
     "ORDER",
     "PHASES",
     "RAY_STARTED",
+    "Interrupted",
     "PhaseFailed",
     "PhaseResult",
     "Progress",
@@ -25,4 +28,5 @@ __all__ = [
     "Step6Run",
     "confirm_running",
     "is_script_output",
+    "keep_outputs_policy",
 ]

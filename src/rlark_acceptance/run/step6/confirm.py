@@ -20,6 +20,15 @@ from rlark_acceptance.run.step6.run import PhaseFailed, Progress, Step6Run
 from rlark_acceptance.run.step6.scheduled import Scheduled
 
 
+class Interrupted(KeyboardInterrupt):
+    """SIGINT / SIGTERM ended Step 6 (what was submitted is removed); carries the record."""
+
+    def __init__(self, record: RunRecord) -> None:
+        super().__init__("the acceptance run was interrupted")
+        self.record = record
+        self.run: Any = None  # the AcceptanceRun, once the caller knows its pre-flight
+
+
 def confirm_running(
     adapter: Adapter,
     job: Job,
@@ -32,7 +41,10 @@ def confirm_running(
     delete_after: bool = True,
     clock: Callable[[], float] = time.monotonic,
 ) -> RunRecord:
-    """Submit ``job`` and run Step 6; never raises for what the target does wrong."""
+    """Submit ``job`` and run Step 6; never raises for what the target does wrong.
+
+    Raises ``Interrupted`` (a KeyboardInterrupt) with the record so far on SIGINT / SIGTERM.
+    """
     ri = profile.run_info
     signal = re.compile(str(ri.first_signal)) if ri.first_signal else None
     policy = keep_outputs_policy(profile)
@@ -50,6 +62,7 @@ def confirm_running(
         on_progress=on_progress,
     )
     rec = run.rec
+    interrupt: KeyboardInterrupt | None = None
     try:
         Listed(manifest).run(run)
         assert rec.ref is not None
@@ -59,6 +72,8 @@ def confirm_running(
         Output(located, delete_after=delete_after).run(run)
     except PhaseFailed:
         pass
+    except KeyboardInterrupt as exc:
+        rec.interrupted, interrupt = True, exc
     finally:
         if rec.ref is not None:
             rec.pods = _safe(lambda: adapter.pods(rec.ref), [])  # type: ignore[arg-type]
@@ -67,9 +82,13 @@ def confirm_running(
         if check not in rec.phases:
             failed = rec.earliest_failure
             why = f"not reached: {failed.check} failed" if failed else "not reached"
+            if rec.interrupted:
+                why = "not reached: the run was interrupted"
             rec.phases[check] = PhaseResult(check, "skipped", why)
     if delete_after:
         settle_outputs(run, outputs, policy)
+    if interrupt is not None:
+        raise Interrupted(rec) from interrupt
     return rec
 
 
