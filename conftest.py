@@ -2,6 +2,8 @@
 
 pytest_plugins = [
     "fixtures.acceptance",
+    "fixtures.interrupts",
+    "fixtures.progress",
     "fixtures.run_record",
     "fixtures.testenv",
     "steps.profile_steps",

@@ -5,9 +5,12 @@
 For each deliberately broken Job of 首次运行问题排查 on the embedded local target, prints the
 time from the moment the Worker showed the fault (its log ended, or the Pod became
 unschedulable) to the red verdict, and the ratio of the timeout a harness that simply waits
-for the signal would have spent (CONTRACT §2's default timeouts) to that time. Then the lag
-between the first-signal line reaching the harness and 6.4 passing on the happy path, and,
-with ``--features``, the wall time of ``pytest features/``.
+for the signal would have spent (CONTRACT §2's default timeouts) to that time. Then the
+storage faults, against a private S3 server of the test services (its own state directory,
+so the shared one is never touched): an endpoint that refuses connections from the start,
+and the S3 server killed while 6.5 waits for the checkpoint (time from the kill to the red
+verdict). Then the lag between the first-signal line reaching the harness and 6.4 passing on
+the happy path, and, with ``--features``, the wall time of ``pytest features/``.
 
 Needs the S3 server of the test services (``testenv/testenv up s3``); it uses its
 credentials through the environment, as the acceptance suite does.
@@ -16,13 +19,17 @@ credentials through the environment, as the acceptance suite does.
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "src")]
@@ -70,7 +77,10 @@ def s3_environment() -> None:
     )
     from testenv import state
 
-    s3 = state.load()["s3"]
+    use_s3(state.load()["s3"])
+
+
+def use_s3(s3: dict[str, Any]) -> None:
     os.environ.update(
         {
             "AWS_ACCESS_KEY_ID": s3["access_key"],
@@ -82,9 +92,82 @@ def s3_environment() -> None:
     )
 
 
+def private_s3(state: Path, verb: str = "up") -> dict[str, Any]:
+    """An S3 server of the test services that only this script uses (and may kill)."""
+    env = {**os.environ, "RLARK_TESTENV_STATE": str(state)}
+    testenv = [str(ROOT / "testenv" / "testenv"), verb, "s3"]
+    subprocess.run(testenv, check=True, env=env, stdout=subprocess.DEVNULL)
+    if verb != "up":
+        return {}
+    return dict(json.loads((state / "state.json").read_text()).get("s3") or {})
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def storage_faults(tmp: Path) -> int:
+    """Rows for a store that cannot be reached at start, and one that dies while 6.5 waits."""
+    shared = {k: os.environ[k] for k in os.environ if k.startswith("AWS_")}
+    state = tmp / "s3-private"
+    s3 = private_s3(state)
+    try:
+        use_s3(s3)
+        path = Workspace.copy_of(PROFILE, tmp / "ws-storage").write()
+        profile = load_profile(path)
+        pre = preflight_profile(path)
+        at: dict[str, float] = {}
+
+        def watch(p: Any) -> None:
+            if p.status == "failed":
+                at.setdefault("red", time.perf_counter())
+            if p.check == "6.4" and p.status == "passed" and "kill" in at:
+                os.kill(int(s3["pid"]), signal.SIGKILL)
+                at["fault"] = time.perf_counter()
+
+        def confirm() -> Any:
+            adapter = open_adapter(profile)
+            try:
+                return submit_and_confirm(adapter, profile, pre, on_phase=watch)
+            finally:
+                adapter.close()
+
+        os.environ["AWS_ENDPOINT_URL_S3"] = f"http://127.0.0.1:{closed_port()}"
+        at["fault"] = time.perf_counter()  # the fault is there from the start
+        if not row("S3 endpoint unreachable at start", "6.3", "rayHead", confirm(), at):
+            return 1
+        use_s3(s3)
+        at = {"kill": 0.0}
+        if not row("S3 server dies while 6.5 waits", "6.5", "output", confirm(), at):
+            return 1
+    finally:
+        private_s3(state, "down")
+        os.environ.update(shared)
+    return 0
+
+
+def row(name: str, check: str, timeout: str, rec: Any, at: dict[str, float]) -> bool:
+    """Print one verdict row; False when the verdict is not the expected check."""
+    first = rec.earliest_failure
+    if first is None or first.check != check or first.at is None or "fault" not in at:
+        print(f"{name:34} expected {check}, got {first}")
+        return False
+    lag = at["red"] - at["fault"]
+    waited = DEFAULT_TIMEOUTS[timeout]
+    print(
+        f"{name:34} {check:5} {first.at:9.2f}s {lag * 1000:8.0f}ms "
+        f"{waited:17.0f}s {waited / max(lag, 1e-3):7.0f}x"
+    )
+    print(f"{'':34} {first.message[:160]}")
+    return True
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--features", action="store_true", help="also time pytest features/")
+    ap.add_argument("--storage", action="store_true", help="only the storage-fault rows")
     args = ap.parse_args()
     s3_environment()
     print(
@@ -92,7 +175,7 @@ def main() -> int:
         f"{'waited by timeout':>18} {'ratio':>8}"
     )
     with tempfile.TemporaryDirectory() as tmp:
-        for i, (name, check, timeout, fault) in enumerate(FAULTS):
+        for i, (name, check, timeout, fault) in enumerate([] if args.storage else FAULTS):
             ws = Workspace.copy_of(PROFILE, Path(tmp) / f"ws{i}")
             fault(ws)
             path = ws.write()
@@ -113,12 +196,15 @@ def main() -> int:
                 f"{name:34} {check:5} {first.at:9.2f}s {lag * 1000:8.0f}ms "
                 f"{waited:17.0f}s {ratio:7.0f}x"
             )
+        if storage_faults(Path(tmp)):
+            return 1
         adapter = open_adapter(load_profile(PROFILE))
         try:
             run = accept(load_profile(PROFILE), adapter)
         finally:
             adapter.close()
-        assert run.record is not None and run.record.signal_lag is not None
+        assert run.record is not None, "nothing was submitted"
+        assert run.record.signal_lag is not None, run.record.phases
         print(f"first signal in the log → 6.4 passed: {run.record.signal_lag * 1000:.1f} ms")
     if args.features:
         t0 = time.perf_counter()

@@ -12,6 +12,7 @@ from fixtures.workspace import Workspace
 from rlark_acceptance.model.profile import load_profile
 from rlark_acceptance.preflight.entry import preflight_profile
 from rlark_acceptance.run.acceptance import AcceptanceRun, accept, submit_and_confirm
+from rlark_acceptance.run.step6 import Interrupted
 
 
 @pytest.fixture(scope="session")
@@ -24,7 +25,12 @@ def accepted_run(
 
     adapter = open_adapter(target_profile)
     try:
-        run = accept(target_profile, adapter)
+        try:
+            run = accept(target_profile, adapter)
+        except Interrupted as exc:  # the record of what ran, marked interrupted, then pytest's
+            if exc.run is not None:  # own interrupt handling
+                pytestconfig.stash[RECORD_KEY] = exc.run
+            raise
         pytestconfig.stash[RECORD_KEY] = run
         yield run
     finally:

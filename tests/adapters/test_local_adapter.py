@@ -25,7 +25,8 @@ import pytest
 import yaml
 
 from rlark_acceptance.adapters import Happening, JobRef, Observation, PodStatus, open_adapter
-from rlark_acceptance.adapters.local.adapter import POD_MARKER_ENV, LocalAdapter
+from rlark_acceptance.adapters.local.adapter import LocalAdapter
+from rlark_acceptance.adapters.local.leftovers import POD_MARKER_ENV, LeftoversRemoved
 from rlark_acceptance.model.job import JOB_NAME_LABEL, ROLE_LABEL, Job, read_job
 from rlark_acceptance.model.profile import Profile, load_profile
 from rlark_acceptance.storage import S3Store, verify_checkpoints
@@ -168,6 +169,17 @@ def marker_pids(uid: str) -> list[int]:
 def clear_prefix(store: S3Store) -> None:
     for obj in store.list():
         store.client.delete_object(Bucket=store.bucket, Key=store._full(obj.key))
+
+
+def s3_mount(bucket: str, prefix: str) -> dict[str, Any]:
+    """The Job's objectStorage mount "ckpt" at /mnt/ckpt."""
+    return {
+        "name": "ckpt",
+        "type": "objectStorage",
+        "bucket": bucket,
+        "prefix": prefix,
+        "containerPath": "/mnt/ckpt",
+    }
 
 
 def unique(prefix: str) -> str:
@@ -371,13 +383,7 @@ def test_pod_filesystem_mounts_and_environment(
         unique("mounts"),
         script,
         mounts=[
-            {
-                "name": "ckpt",
-                "type": "objectStorage",
-                "bucket": s3_chain.bucket,
-                "prefix": prefix,
-                "containerPath": "/mnt/ckpt",
-            },
+            s3_mount(s3_chain.bucket, prefix),
             {
                 "name": "shared",
                 "type": "hostPath",
@@ -440,6 +446,33 @@ def test_missing_host_path_keeps_the_pod_from_starting(
     assert t.lines == [] and "Running" not in [p.phase for p in t.pods]
 
 
+def test_an_unreachable_store_keeps_the_pod_from_starting_naming_it(
+    adapter: LocalAdapter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens there once the socket is closed
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", f"http://127.0.0.1:{port}")
+    mount = s3_mount("rlinf-ckpt", "unreachable")
+    job, text = write_job(tmp_path, unique("nostore"), "echo never\n", mounts=[mount])
+    t0 = time.monotonic()
+    ref = adapter.submit(job, text)
+    t = watch(adapter.observe(ref), lambda t: bool(t.pods) and t.last.reason is not None)
+    assert time.monotonic() - t0 < 10  # bounded retries, not s3fs's minutes
+    assert (t.last.phase, t.last.reason, t.last.node) == (
+        "Pending",
+        "CreateContainerError",
+        "local-node",
+    )
+    assert (t.last.message or "").startswith(
+        'MountVolume.SetUp failed for volume "ckpt" : s3://rlinf-ckpt/unreachable at '
+        f"http://127.0.0.1:{port} does not answer: EndpointConnectionError"
+    )
+    assert t.lines == [] and not list((tmp_path / "pods").rglob("s3fs.passwd"))
+
+
 # --- scheduling ------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("selector", "gpus", "message"),
@@ -489,7 +522,8 @@ def test_new_adapter_sweeps_scratch_left_by_a_dead_adapter(
     fd = os.open(alive / ".owner.lock", os.O_CREAT | os.O_RDWR)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)  # a live adapter's Pod
-        LocalAdapter(profile, scratch_root=str(root), install_signal_handlers=False).close()
+        with pytest.warns(LeftoversRemoved, match="removed 1 local Pod.*: dead-pod-x$"):
+            LocalAdapter(profile, scratch_root=str(root), install_signal_handlers=False).close()
         assert not dead.exists() and alive.is_dir()
     finally:
         os.close(fd)
@@ -529,25 +563,8 @@ CHILD = textwrap.dedent("""\
     """)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_interrupt_stops_and_removes_everything(
-    s3_chain: Any, tmp_path: Path, sig: signal.Signals
-) -> None:
-    prefix = unique("acceptance/local-interrupt")
-    job, _ = write_job(
-        tmp_path,
-        unique("intr"),
-        "echo flushed > /mnt/ckpt/before-interrupt.txt\necho sleeping\nsleep 300\n",
-        mounts=[
-            {
-                "name": "ckpt",
-                "type": "objectStorage",
-                "bucket": s3_chain.bucket,
-                "prefix": prefix,
-                "containerPath": "/mnt/ckpt",
-            }
-        ],
-    )
+def run_child_until(job: Job, tmp_path: Path, sig: signal.Signals) -> tuple[str, str, Path, int]:
+    """Run CHILD on ``job`` until its Worker sleeps, send ``sig``; (output, uid, scratch, code)."""
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD, str(PROFILE), job.doc.path, str(tmp_path / "pods")],
         stdout=subprocess.PIPE,
@@ -567,9 +584,24 @@ def test_interrupt_stops_and_removes_everything(
         if child.poll() is None:
             os.killpg(child.pid, signal.SIGKILL)
             child.wait()
+    return out, uid, scratch, child.returncode
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_interrupt_stops_and_removes_everything(
+    s3_chain: Any, tmp_path: Path, sig: signal.Signals
+) -> None:
+    prefix = unique("acceptance/local-interrupt")
+    job, _ = write_job(
+        tmp_path,
+        unique("intr"),
+        "echo flushed > /mnt/ckpt/before-interrupt.txt\necho sleeping\nsleep 300\n",
+        mounts=[s3_mount(s3_chain.bucket, prefix)],
+    )
+    out, uid, scratch, code = run_child_until(job, tmp_path, sig)
     # The previous handlers ran after the cleanup: SIGTERM's default action, and for SIGINT
     # Python's KeyboardInterrupt, which ends the interpreter by the same signal.
-    assert child.returncode == -sig, out
+    assert code == -sig, out
     assert marker_pids(uid) == []
     assert not scratch.exists()
     from rlark_acceptance.adapters.local.s3 import client
@@ -577,3 +609,20 @@ def test_interrupt_stops_and_removes_everything(
     store = S3Store(client(), s3_chain.bucket, prefix)
     assert store.read("before-interrupt.txt") == b"flushed\n"
     clear_prefix(store)
+
+
+def test_the_next_run_removes_what_a_killed_run_left_and_says_so(
+    s3_chain: Any, profile: Profile, tmp_path: Path
+) -> None:
+    job, _ = write_job(tmp_path, unique("killed"), "echo sleeping\nsleep 300\n")
+    # SIGKILL: no handler, no atexit, so everything the run started stays.
+    _, uid, scratch, _ = run_child_until(job, tmp_path, signal.SIGKILL)
+    assert marker_pids(uid) and scratch.is_dir()  # the Worker outlived the run
+    with pytest.warns(LeftoversRemoved, match=f"removed 1 local Pod.*{scratch.name}"):
+        fresh = LocalAdapter(
+            profile, scratch_root=str(tmp_path / "pods"), install_signal_handlers=False
+        )
+    fresh.close()
+    assert marker_pids(uid) == [] and not scratch.exists()
+    [swept] = fresh.swept
+    assert re.fullmatch(rf"{scratch.name} \(\d+ processes\)", swept), swept

@@ -274,3 +274,54 @@ def test_s3_unknown_bucket_has_its_real_code(s3: tuple[Any, str, str]) -> None:
     with pytest.raises(StoreError) as e:
         S3Store(client, f"no-such-bucket-{uuid.uuid4().hex[:8]}", prefix).list()
     assert e.value.code == "NoSuchBucket"
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.cluster
+def test_a_store_that_does_not_answer_is_unavailable_not_empty(s3_env: Any) -> None:
+    from botocore.config import Config
+
+    from rlark_acceptance.storage import StoreUnavailable, snapshot
+
+    down = s3_env.client(
+        endpoint_url=f"http://127.0.0.1:{_closed_port()}",
+        config=Config(retries={"mode": "standard", "max_attempts": 1}),
+    )
+    store = S3Store(down, s3_env.bucket, "logs")
+    for call in (
+        lambda: store.list(),
+        lambda: snapshot(store, "exp/checkpoints"),
+        lambda: verify_checkpoints(store, "exp/checkpoints"),
+    ):
+        with pytest.raises(StoreUnavailable) as e:
+            call()
+        assert e.value.code == "EndpointConnectionError"
+        assert "after 4 attempts" in str(e.value)
+
+
+@pytest.mark.cluster
+def test_only_not_found_means_nothing_there(s3: tuple[Any, str, str]) -> None:
+    from rlark_acceptance.storage import snapshot
+
+    client, bucket, prefix = s3
+    assert snapshot(S3Store(client, bucket, prefix), "never/written") == {}
+    with pytest.raises(StoreError) as e:
+        snapshot(S3Store(client, f"no-such-bucket-{uuid.uuid4().hex[:8]}", prefix), "x")
+    assert e.value.code == "NoSuchBucket"
+
+
+@pytest.mark.cluster
+def test_delete_removes_exactly_the_keys_given(s3: tuple[Any, str, str]) -> None:
+    client, bucket, prefix = s3
+    for key in ("a/1", "a/2", "b/1"):
+        client.put_object(Bucket=bucket, Key=f"{prefix}/{key}", Body=b"x")
+    store = S3Store(client, bucket, prefix)
+    store.delete(["a/1", "b/1", "never/there"])
+    assert [o.key for o in store.list()] == ["a/2"]

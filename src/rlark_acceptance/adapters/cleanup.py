@@ -1,9 +1,17 @@
 """Removing what adapters submitted when the run ends or is interrupted.
 
 Every adapter registers itself while it may have something submitted. At exit, and on
-SIGINT / SIGTERM, every registered adapter is closed; the signal then goes on to the handler
-that was there before (Python's KeyboardInterrupt, pytest's), or kills the process as it
-would have without us.
+SIGINT / SIGTERM, every registered adapter is closed; then the signal ends the run:
+
+- a handler that was there before (Python's KeyboardInterrupt for SIGINT, a program's own)
+  is called;
+- SIGINT that was ignored (a run started in the background by a shell) raises
+  KeyboardInterrupt all the same: once the Worker is gone, the run cannot go on;
+- SIGTERM with its default action kills the process by the signal, as it would have without
+  us, unless ``terminate_as_interrupt()`` was called (the acceptance suite does): then it
+  raises KeyboardInterrupt, so ``finally`` blocks and pytest's own interrupt handling run.
+
+A signal that arrives while the cleanup runs is ignored: it must not cut the cleanup short.
 """
 
 from __future__ import annotations
@@ -25,41 +33,54 @@ class _Closable(Protocol):
 _LIVE: set[_Closable] = set()
 _PREVIOUS: dict[int, Any] = {}
 _closing = threading.Lock()
+_term_interrupts = False
 
 
 def register(adapter: _Closable, *, signals: bool = True) -> None:
     _LIVE.add(adapter)
     if signals:
-        _install_handlers()
+        install_handlers()
 
 
 def unregister(adapter: _Closable) -> None:
     _LIVE.discard(adapter)
 
 
-def close_all() -> None:
-    """Close every registered adapter (idempotent)."""
+def terminate_as_interrupt() -> None:
+    """Make SIGTERM end the process as SIGINT does, after the cleanup (KeyboardInterrupt)."""
+    global _term_interrupts
+    _term_interrupts = True
+    install_handlers()
+
+
+def close_all() -> bool:
+    """Close every registered adapter (idempotent); False if a cleanup is already running."""
     if not _closing.acquire(blocking=False):
-        return  # a second signal while closing: let the first cleanup finish
+        return False
     try:
         for adapter in list(_LIVE):
             with contextlib.suppress(Exception):
                 adapter.close()
     finally:
         _closing.release()
+    return True
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
-    close_all()
+    if not close_all():
+        return  # a second signal while closing: let the first cleanup finish
     previous = _PREVIOUS.get(signum)
     if callable(previous):
         previous(signum, frame)  # e.g. Python's SIGINT handler: KeyboardInterrupt
-    elif previous in (signal.SIG_DFL, None):
+    elif signum == signal.SIGINT or previous == signal.SIG_IGN or _term_interrupts:
+        raise KeyboardInterrupt
+    else:
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)  # die of the signal, as without this handler
 
 
-def _install_handlers() -> None:
+def install_handlers() -> None:
+    """Install the SIGINT / SIGTERM handlers (once, and only from the main thread)."""
     if _PREVIOUS or threading.current_thread() is not threading.main_thread():
         return  # installed already, or not allowed here: atexit and close() still apply
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -12,7 +12,14 @@ from rlark_acceptance.adapters.base import Adapter
 from rlark_acceptance.model.job import Job
 from rlark_acceptance.model.profile import Profile
 from rlark_acceptance.preflight.entry import PreflightResult, preflight_profile
-from rlark_acceptance.run.confirm_running import PhaseResult, RunRecord, confirm_running
+from rlark_acceptance.run import progress
+from rlark_acceptance.run.step6 import (
+    Interrupted,
+    PhaseResult,
+    Progress,
+    RunRecord,
+    confirm_running,
+)
 
 
 @dataclass
@@ -39,6 +46,7 @@ def submit_and_confirm(
     pre: PreflightResult,
     *,
     on_phase: Callable[[PhaseResult], None] | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
     delete_after: bool = True,
 ) -> RunRecord:
     """Step 6 for the Job the pre-flight read, whatever the pre-flight said."""
@@ -46,15 +54,19 @@ def submit_and_confirm(
     validated: dict[str, Any] | None = None
     if pre.validated is not None:
         validated = pre.validated.config.resolved()
-    return confirm_running(
-        adapter,
-        pre.job,
-        manifest_of(pre.job),
-        profile,
-        validated_config=validated,
-        on_phase=on_phase,
-        delete_after=delete_after,
-    )
+    try:
+        return confirm_running(
+            adapter,
+            pre.job,
+            manifest_of(pre.job),
+            profile,
+            validated_config=validated,
+            on_phase=on_phase,
+            on_progress=on_progress or progress.emit,
+            delete_after=delete_after,
+        )
+    finally:
+        progress.emit(None)
 
 
 def accept(
@@ -63,8 +75,15 @@ def accept(
     *,
     on_phase: Callable[[PhaseResult], None] | None = None,
 ) -> AcceptanceRun:
-    """What a release engineer runs: nothing is submitted unless the pre-flight passes."""
+    """What a release engineer runs: nothing is submitted unless the pre-flight passes.
+
+    On SIGINT / SIGTERM, ``Interrupted`` carries this run (``.run``) up to the caller.
+    """
     pre = preflight_profile(profile)
     if pre.verdict != "pass":
         return AcceptanceRun(pre, None)
-    return AcceptanceRun(pre, submit_and_confirm(adapter, profile, pre, on_phase=on_phase))
+    try:
+        return AcceptanceRun(pre, submit_and_confirm(adapter, profile, pre, on_phase=on_phase))
+    except Interrupted as exc:
+        exc.run = AcceptanceRun(pre, exc.record)
+        raise

@@ -10,9 +10,11 @@ from rlark_acceptance.storage.store import (
     FileStore,
     ObjectInfo,
     ObjectNotFound,
+    Removable,
     S3Store,
     Store,
     StoreError,
+    StoreUnavailable,
 )
 from rlark_acceptance.storage.tensorboard import EventFilesReport, verify_event_files
 
@@ -22,9 +24,11 @@ __all__ = [
     "FileStore",
     "ObjectInfo",
     "ObjectNotFound",
+    "Removable",
     "S3Store",
     "Store",
     "StoreError",
+    "StoreUnavailable",
     "snapshot",
     "verify_checkpoints",
     "verify_event_files",

@@ -16,7 +16,14 @@ from dataclasses import dataclass, field
 
 from rlark_acceptance.storage.pickle_scan import PickleScanError, scan_pickle
 from rlark_acceptance.storage.safetensors_check import check_safetensors
-from rlark_acceptance.storage.store import ObjectInfo, Store, StoreError, join_key
+from rlark_acceptance.storage.store import (
+    ObjectInfo,
+    ObjectNotFound,
+    Store,
+    StoreError,
+    StoreUnavailable,
+    join_key,
+)
 from rlark_acceptance.storage.torchzip import check_torch_zip
 
 STEP_RE = re.compile(r"^global_step_(\d+)$")
@@ -59,11 +66,15 @@ def _is_temp(rel: str) -> bool:
 
 
 def snapshot(store: Store, checkpoints_prefix: str) -> dict[str, tuple[int, float | None]]:
-    """What is at the location now, to be told apart from what a run writes later."""
+    """What is at the location now, to be told apart from what a run writes later.
+
+    Only "not found" means nothing there; any other ``StoreError`` is raised: a listing that
+    failed must never let an earlier run's checkpoint pass for the next one's.
+    """
     prefix = join_key(checkpoints_prefix)
     try:
         return {o.key: (o.size, o.modified) for o in store.list(prefix + "/" if prefix else "")}
-    except StoreError:
+    except ObjectNotFound:
         return {}
 
 
@@ -79,14 +90,17 @@ def verify_checkpoints(
     ``baseline`` is a listing taken before the run (``snapshot``): objects still exactly as
     they were then belong to an earlier run and are left out, so an old checkpoint at the
     same location can never pass for this run's.
+
+    A listing that fails for any reason but "not found" raises its ``StoreError``, and so does
+    a store that stops answering while files are read (``StoreUnavailable``): what is there
+    is then unknown, which is not a problem of the checkpoint.
     """
     prefix = join_key(checkpoints_prefix)
     report = CheckpointReport(location=f"{store.describe().rstrip('/')}/{prefix}".rstrip("/"))
     try:
         objects = store.list(prefix + "/" if prefix else "")
-    except StoreError as e:
-        report.problems.append(f"cannot list {prefix or '/'}: {e}")
-        return report
+    except ObjectNotFound:
+        objects = []
     if not objects:
         report.problems.append(f"{prefix or '/'}: no checkpoints (empty or missing)")
         return report
@@ -140,6 +154,8 @@ def _check_step(
                 probs = _check_index(store, full, f.key, {a.key for a in actor})
             else:
                 continue
+        except StoreUnavailable:
+            raise
         except StoreError as e:
             probs = [f"unreadable: {e.code}: {e.detail}"]
         report.files_checked.append(f.key)
@@ -181,6 +197,8 @@ def _check_dcp(
             data = store.read(join_key(prefix, meta.key))
             if data[:1] == b"\x80":
                 scan_pickle(data)
+        except StoreUnavailable:
+            raise
         except StoreError as e:
             report.problems.append(f"{meta.key}: unreadable: {e.code}: {e.detail}")
         except PickleScanError as e:

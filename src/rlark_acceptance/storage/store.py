@@ -7,7 +7,9 @@ checkpoint reads headers and directories, not whole files.
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -40,8 +42,15 @@ class StoreError(Exception):
 
 
 class ObjectNotFound(StoreError):
+    """The one error that means "nothing there": every other one keeps its cause."""
+
     def __init__(self, key: str, message: str = "no such object", code: str = "NoSuchKey") -> None:
         super().__init__(code, key, message)
+
+
+class StoreUnavailable(StoreError):
+    """The store did not answer (connection refused or reset, timeout, 5xx) after the bounded
+    retries (``MAX_ATTEMPTS``): the outcome at the location is unknown, not empty."""
 
 
 @runtime_checkable
@@ -56,6 +65,13 @@ class Store(Protocol):
 
     def describe(self) -> str:
         """Where this store reads from, for reports; never contains credentials."""
+        ...
+
+
+@runtime_checkable
+class Removable(Protocol):
+    def delete(self, keys: Sequence[str]) -> None:
+        """Remove these objects (a missing one is not an error)."""
         ...
 
 
@@ -87,7 +103,13 @@ class FileStore:
         if not base.is_dir():
             return []
         out: list[ObjectInfo] = []
-        for dirpath, _dirs, files in os.walk(base):
+
+        def unreadable(e: OSError) -> None:
+            raise StoreError(
+                "AccessDenied" if isinstance(e, PermissionError) else "EIO", prefix, str(e)
+            )
+
+        for dirpath, _dirs, files in os.walk(base, onerror=unreadable):
             for name in files:
                 path = Path(dirpath) / name
                 key = path.relative_to(self.root).as_posix()
@@ -108,6 +130,20 @@ class FileStore:
             raise ObjectNotFound(key, "is a directory") from None
         except PermissionError as e:
             raise StoreError("AccessDenied", key, str(e.strerror)) from None
+
+    def delete(self, keys: Sequence[str]) -> None:
+        parents: set[Path] = set()
+        for key in keys:
+            path = self._path(key)
+            try:
+                path.unlink(missing_ok=True)
+            except OSError as e:
+                raise StoreError("AccessDenied", key, str(e.strerror)) from None
+            parents.update(p for p in path.parents if self.root in p.parents)
+        # Directories left empty go too, deepest first; the store's root stays.
+        for d in sorted(parents, key=lambda p: len(p.parts), reverse=True):
+            with contextlib.suppress(OSError):
+                d.rmdir()
 
 
 # Error codes a retry can fix. Everything else (NoSuchKey, AccessDenied,
@@ -196,7 +232,13 @@ class S3Store:
             msg = f"{err.get('Message') or 'request failed'} (HTTP {status}, bucket {self.bucket})"
             if code in ("NoSuchKey", "404", "NotFound"):
                 return ObjectNotFound(key, msg, code="NoSuchKey")
+            if _is_transient(exc):
+                return StoreUnavailable(code, key, f"{msg}, after {MAX_ATTEMPTS} attempts")
             return StoreError(code, key, msg)
+        if _is_transient(exc):
+            return StoreUnavailable(
+                type(exc).__name__, key, f"{exc} (after {MAX_ATTEMPTS} attempts)"
+            )
         return StoreError(type(exc).__name__, key, str(exc))
 
     @_retry
@@ -244,6 +286,28 @@ class S3Store:
             return body.read()
         finally:
             body.close()
+
+    @_retry
+    def _delete_batch(self, keys: Sequence[str]) -> None:
+        answer = self.client.delete_objects(
+            Bucket=self.bucket, Delete={"Objects": [{"Key": k} for k in keys], "Quiet": True}
+        )
+        errors = answer.get("Errors") or []
+        if errors:
+            first = errors[0]
+            raise StoreError(
+                str(first.get("Code")), str(first.get("Key")), str(first.get("Message"))
+            )
+
+    def delete(self, keys: Sequence[str]) -> None:
+        full = [self._full(k) for k in keys]
+        for i in range(0, len(full), 1000):  # S3's limit per DeleteObjects request
+            try:
+                self._delete_batch(full[i : i + 1000])
+            except StoreError:
+                raise
+            except Exception as e:
+                raise self._error(e, keys[i]) from None
 
     def read(self, key: str, start: int = 0, end: int | None = None) -> bytes:
         if end is not None and end <= start:

@@ -32,16 +32,15 @@ from typing import Any
 
 from rlark_acceptance.adapters import cleanup
 from rlark_acceptance.adapters.base import Event, JobRef, Observation, PodStatus, SubmitRejected
-from rlark_acceptance.adapters.local.pod import PodRun, remove_scratch, scratch_is_orphaned
-from rlark_acceptance.adapters.local.s3 import S3ConfigError, client, endpoint_for_s3fs
+from rlark_acceptance.adapters.local.leftovers import POD_MARKER_ENV, mounted_below, sweep_stale
+from rlark_acceptance.adapters.local.pod import PodRun
+from rlark_acceptance.adapters.local.s3 import S3ConfigError, client, endpoint_for_s3fs, probe
 from rlark_acceptance.adapters.local.spec import RAY_TEMP_DIR, MountSpec, WorkerSpec
 from rlark_acceptance.model.job import JOB_NAME_LABEL, ROLE_LABEL, Job, Mount, Role
 from rlark_acceptance.model.profile import NodeSpec, Profile
 from rlark_acceptance.storage.store import FileStore, S3Store, Store
 
 GPU_RESOURCE = "nvidia.com/gpu"
-# Set in every process of a local Pod: how tests (and humans) find what a Pod left behind.
-POD_MARKER_ENV = "RLARK_LOCAL_POD_UID"
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 WORKSPACE = "/workspace"
 # `cd /workspace/x` in a script: the real image ships that directory (the project checkout).
@@ -98,13 +97,6 @@ def _free_port() -> int:
     raise LocalAdapterError("no free port for the Ray head between 20000 and 32000")
 
 
-def _mounted_below(path: Path) -> bool:
-    """Whether this process's mount namespace has a mount inside ``path``."""
-    prefix = str(path.resolve()).rstrip("/") + "/"
-    with open("/proc/self/mountinfo") as fh:
-        return any(line.split()[4].startswith(prefix) for line in fh)
-
-
 class LocalAdapter:
     name = "local"
 
@@ -117,7 +109,7 @@ class LocalAdapter:
         self._clusters = [str(c) for c in opts.get("clusters") or ["local"]]
         root = opts.get("scratch_root") or Path(tempfile.gettempdir()) / "rlark-local"
         self.scratch_root = Path(root)
-        sweep_stale(self.scratch_root)
+        self.swept = sweep_stale(self.scratch_root)
         self.num_cpus = int(opts.get("ray_num_cpus", 1))
         self.image_dirs = [str(d) for d in opts.get("image_dirs") or []]
         self._jobs: dict[tuple[str, str], _JobRecord] = {}
@@ -259,6 +251,16 @@ class LocalAdapter:
         s3 = None
         if any(m.kind == "s3" for m in mounts):
             s3 = endpoint_for_s3fs(scratch / "secret")
+        for ms in mounts:
+            if ms.kind == "s3" and ms.bucket:
+                try:
+                    probe(ms.bucket, ms.prefix)
+                except S3ConfigError as e:
+                    if s3 is not None:  # no s3fs will read it
+                        Path(s3.passwd_file).unlink(missing_ok=True)
+                    raise S3ConfigError(
+                        f'MountVolume.SetUp failed for volume "{ms.name}" : {e}'
+                    ) from None
         venv_bin = str(Path(sys.executable).parent)
         env = {
             "PATH": f"{venv_bin}:{SYSTEM_PATH}",
@@ -370,7 +372,7 @@ class LocalAdapter:
         for pod in record.pods:
             pod.deleted = True
             pod.stop()
-            pod.remove_scratch(_mounted_below)
+            pod.remove_scratch(mounted_below)
 
     def close(self) -> None:
         with self._lock:
@@ -378,18 +380,3 @@ class LocalAdapter:
         for ref in refs:
             self.delete(ref)
         cleanup.unregister(self)
-
-
-# --- cleanup on exit and on SIGINT / SIGTERM ------------------------------------------------
-def sweep_stale(scratch_root: Path) -> None:
-    """Remove the scratch of Pods whose adapter process died without cleaning up (SIGKILL).
-
-    Their processes are gone already: ``unshare --kill-child`` took the init with the
-    adapter, and the kernel the rest of the Pod's PID namespace.
-    """
-    if not scratch_root.is_dir():
-        return
-    for scratch in scratch_root.iterdir():
-        if scratch.is_dir() and scratch_is_orphaned(scratch):
-            with contextlib.suppress(RuntimeError, OSError):
-                remove_scratch(scratch, _mounted_below)

@@ -14,17 +14,54 @@ from typing import Any
 
 from rlark_acceptance.adapters.local.spec import S3Endpoint
 
+# A store that does not answer is told within seconds: retries are the Store's own (bounded,
+# tenacity, transient errors only), not botocore's on top of them, and a request that hangs
+# ends at these timeouts.
+CONNECT_TIMEOUT_S = 5.0
+READ_TIMEOUT_S = 20.0
+
 
 class S3ConfigError(RuntimeError):
     """The standard chain yields no usable S3 settings; the message names what is missing."""
 
 
+class StoreUnreachable(S3ConfigError):
+    """The bucket of an objectStorage mount does not answer; the message names it."""
+
+
 def client() -> Any:
+    """A client from the standard chain as it is now (not as boto3's default session cached
+    it when first used: the environment may have changed since)."""
     import boto3
     from botocore.config import Config
 
-    # Path-style requests work with every S3 server (AWS, MinIO, versitygw...).
-    return boto3.client("s3", config=Config(s3={"addressing_style": "path"}))
+    return boto3.session.Session().client(
+        "s3",
+        config=Config(
+            # Path-style requests work with every S3 server (AWS, MinIO, versitygw...).
+            s3={"addressing_style": "path"},
+            retries={"mode": "standard", "max_attempts": 1},
+            connect_timeout=CONNECT_TIMEOUT_S,
+            read_timeout=READ_TIMEOUT_S,
+        ),
+    )
+
+
+def probe(bucket: str, prefix: str | None) -> None:
+    """Raise ``StoreUnreachable`` unless ``s3://bucket/prefix`` answers a listing.
+
+    What kubelet's volume set-up would find out: s3fs itself mounts an endpoint that refuses
+    connections and only fails the Worker's first write, much later.
+    """
+    from rlark_acceptance.storage.store import S3Store, StoreError
+
+    store = S3Store(client(), bucket, prefix or "", page_size=1)
+    try:
+        store.list("")
+    except StoreError as exc:
+        raise StoreUnreachable(
+            f"{store.describe()} at {store.endpoint} does not answer: {exc.code}: {exc.detail}"
+        ) from None
 
 
 def endpoint_for_s3fs(private_dir: Path) -> S3Endpoint:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rlark_acceptance.run.confirm_running import RAY_STARTED, _is_script_output
+from rlark_acceptance.run.step6.log import RAY_STARTED, is_script_output
 
 # What `ray start --head` printed in a Pod (not a terminal), as the local target logs it.
 RAY_LOG = """\
@@ -37,7 +37,7 @@ def test_ray_start_up_line_is_recognised() -> None:
 
 @pytest.mark.parametrize("line", RAY_LOG.splitlines() + RAY_TTY.splitlines() + [""])
 def test_ray_own_lines_are_not_the_run_script(line: str) -> None:
-    assert not _is_script_output(line)
+    assert not is_script_output(line)
 
 
 @pytest.mark.parametrize(
@@ -51,4 +51,4 @@ def test_ray_own_lines_are_not_the_run_script(line: str) -> None:
     ],
 )
 def test_run_script_lines_are(line: str) -> None:
-    assert _is_script_output(line)
+    assert is_script_output(line)

@@ -1,0 +1,79 @@
+"""SIGINT / SIGTERM: everything registered is closed first, then the signal ends the run."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+# A process with one registered "adapter" whose close() is slow and says when it ran; the
+# main thread waits as Step 6 does. It prints how it ended.
+CHILD = textwrap.dedent("""
+    import signal, sys, time
+    from rlark_acceptance.adapters import cleanup
+
+    mode = sys.argv[1]
+    if mode == "ignored":
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a shell's background job
+    if mode == "interrupt":
+        cleanup.terminate_as_interrupt()
+
+    class Slow:
+        def close(self):
+            print("closing", flush=True)
+            time.sleep(0.5)
+            print("closed", flush=True)
+            cleanup.unregister(self)
+
+    cleanup.register(Slow())
+    try:
+        print("ready", flush=True)
+        time.sleep(30)
+        print("carried on", flush=True)
+    except KeyboardInterrupt:
+        print("KeyboardInterrupt", flush=True)
+        sys.exit(2)
+""")
+
+
+def run_child(mode: str, *signals: signal.Signals) -> tuple[int, list[str]]:
+    child = subprocess.Popen([sys.executable, "-c", CHILD, mode], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "ready"
+        child.send_signal(signals[0])
+        if len(signals) > 1:
+            assert child.stdout.readline().strip() == "closing"
+            for sig in signals[1:]:
+                child.send_signal(sig)
+        out, _ = child.communicate(timeout=20)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    head = ["closing"] if len(signals) > 1 else []
+    return child.returncode, head + out.split()
+
+
+@pytest.mark.parametrize(
+    ("mode", "sig", "code", "last"),
+    [
+        ("default", signal.SIGINT, 2, ["KeyboardInterrupt"]),
+        ("ignored", signal.SIGINT, 2, ["KeyboardInterrupt"]),
+        ("default", signal.SIGTERM, -signal.SIGTERM, []),
+        ("interrupt", signal.SIGTERM, 2, ["KeyboardInterrupt"]),
+    ],
+    ids=["SIGINT", "SIGINT-in-background-job", "SIGTERM", "SIGTERM-as-interrupt"],
+)
+def test_the_cleanup_runs_then_the_signal_ends_the_run(
+    mode: str, sig: signal.Signals, code: int, last: list[str]
+) -> None:
+    assert run_child(mode, sig) == (code, ["closing", "closed", *last])
+
+
+def test_a_second_signal_does_not_cut_the_cleanup_short() -> None:
+    code, out = run_child("default", signal.SIGINT, signal.SIGINT, signal.SIGTERM)
+    assert (code, out) == (2, ["closing", "closed", "KeyboardInterrupt"])

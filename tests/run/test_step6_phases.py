@@ -1,0 +1,597 @@
+"""Every transition of Step 6's phases, driven by a scripted target on a fake clock.
+
+Each test scripts what the Worker shows (Pod changes, log lines, the end of the log) and reads
+the record: which check passed or failed, with which cause, and when (seconds after
+submission on the fake clock), so a verdict that waited for a deadline shows as such.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rlark_acceptance.model.profile import Profile, load_profile
+from rlark_acceptance.preflight.entry import preflight_profile
+from rlark_acceptance.run.acceptance import manifest_of
+from rlark_acceptance.run.step6 import Progress, RunRecord, confirm_running
+from rlark_acceptance.run.step6.run import SETTLE_SECONDS, TAIL_GRACE_SECONDS
+from rlark_acceptance.storage import FileStore, StoreUnavailable
+from tests.run.scripted import (
+    NODE,
+    RAY,
+    ScriptedTarget,
+    Step,
+    call,
+    end,
+    line,
+    lines,
+    pod,
+    warning,
+)
+from tests.storage.test_checkpoint import GOOD
+
+ROOT = Path(__file__).resolve().parents[2]
+CKPT = "logs/smoke_ppo_mlp/checkpoints"  # /mnt/ckpt/logs/... under the "ckpt" mount
+SIGNAL = "Global Step:   1%|          | 1/100"
+CONFIG = {"cluster": {"num_nodes": 1, "component_placement": {"actor": "0-1"}}}
+# Timeouts of profiles/local.yaml: scheduled 30, rayHead 60, firstSignal 120, output 120.
+
+
+@pytest.fixture(scope="module")
+def base() -> tuple[Profile, Any]:
+    path = ROOT / "profiles" / "local.yaml"
+    pre = preflight_profile(path)
+    assert pre.job is not None
+    return load_profile(path), pre.job
+
+
+def running(at: float = 1.0) -> list[Step]:
+    return [pod(0.1, "Pending", node=None), pod(0.5, "Pending"), pod(at)]
+
+
+def started(at: float = 2.0) -> list[Step]:
+    """Up to the run script's first output: 6.2 and 6.3 pass."""
+    return [*running(), line(at - 0.5, RAY), line(at, "smoke workload starting")]
+
+
+def write_checkpoint(root: Path, step: int = 1) -> None:
+    path = root / CKPT / f"global_step_{step}" / "actor" / "model.safetensors"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(GOOD)
+
+
+def run(
+    base: tuple[Profile, Any],
+    tmp_path: Path,
+    script: list[Step],
+    *,
+    profile: Profile | None = None,
+    validated: dict[str, Any] | None = None,
+    progress: list[Progress] | None = None,
+    **target: Any,
+) -> tuple[RunRecord, ScriptedTarget]:
+    prof, job = base
+    t = ScriptedTarget(script, tmp_path / "store", **target)
+    (tmp_path / "store").mkdir(exist_ok=True)
+    rec = confirm_running(
+        t,  # type: ignore[arg-type]
+        job,
+        manifest_of(job),
+        profile or prof,
+        validated_config=validated,
+        on_progress=progress.append if progress is not None else None,
+        clock=t.clock,
+    )
+    return rec, t
+
+
+def verdict(rec: RunRecord) -> tuple[str, str, float]:
+    first = rec.earliest_failure
+    assert first is not None, {c: (p.status, p.message) for c, p in rec.phases.items()}
+    assert first.at is not None
+    return first.check, first.message, first.at
+
+
+def statuses(rec: RunRecord) -> dict[str, str]:
+    return {c: p.status for c, p in rec.phases.items()}
+
+
+# --- the happy path ---------------------------------------------------------------------
+
+
+def happy_script(root: Path) -> list[Step]:
+    return [
+        *started(),
+        *lines(2.1, *json.dumps(CONFIG, indent=2).splitlines()),
+        line(3.0, SIGNAL),
+        call(4.0, lambda: write_checkpoint(root)),
+        end(5.0),
+        pod(5.1, "Succeeded", exit_code=0, reason="Completed"),
+    ]
+
+
+def test_every_phase_passes_in_order(base: Any, tmp_path: Path) -> None:
+    rec, t = run(base, tmp_path, happy_script(tmp_path / "store"), validated=CONFIG)
+    assert statuses(rec) == dict.fromkeys(
+        ("6.1", "6.2", "1.1", "1.2", "6.3", "6.4", "6.5"), "passed"
+    )
+    assert list(rec.phases) == ["6.1", "6.2", "6.3", "1.1", "1.2", "6.4", "6.5"]
+    at = {c: p.at for c, p in rec.phases.items()}
+    assert at["6.2"] == pytest.approx(1.0) and at["6.3"] == pytest.approx(2.0)
+    assert at["6.4"] == pytest.approx(3.0)
+    assert rec.phases["6.3"].message.endswith("(log lines 1 and 2)")
+    assert rec.checkpoint is not None and rec.checkpoint.ok
+    assert rec.checkpoint_after_delete is not None and rec.checkpoint_after_delete.ok
+    assert t.deleted == [rec.ref] and rec.earliest_failure is None
+    assert rec.durations["firstSignal"] == pytest.approx(3.0) and rec.signal_lag == 0.0
+
+
+# --- 6.1 --------------------------------------------------------------------------------
+
+
+def test_a_refused_job_fails_6_1_and_nothing_after_is_reached(base: Any, tmp_path: Path) -> None:
+    rec, _ = run(base, tmp_path, [], refuse='metadata.name "RLinf_Smoke" is invalid')
+    assert verdict(rec)[:2] == (
+        "6.1",
+        'the platform refused the Job: metadata.name "RLinf_Smoke" is invalid',
+    )
+    assert {c: p.message for c, p in rec.phases.items() if c != "6.1"} == dict.fromkeys(
+        ("6.2", "6.3", "6.4", "6.5"), "not reached: 6.1 failed"
+    )
+
+
+def test_a_job_the_platform_does_not_list_fails_6_1(base: Any, tmp_path: Path) -> None:
+    rec, _ = run(base, tmp_path, running(), listed=False)
+    assert verdict(rec)[:2] == (
+        "6.1",
+        "job rlinf-smoke-ppo-mlp was submitted but the platform does not list it",
+    )
+    assert rec.status("6.2") == "skipped"
+
+
+# --- 6.2 --------------------------------------------------------------------------------
+
+
+def test_an_unschedulable_pod_fails_6_2_when_it_is_reported(base: Any, tmp_path: Path) -> None:
+    msg = "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector."
+    rec, _ = run(
+        base, tmp_path, [pod(0.2, "Pending", node=None, reason="Unschedulable", message=msg)]
+    )
+    check, message, at = verdict(rec)
+    assert (check, at) == ("6.2", pytest.approx(0.2))
+    assert message == f"pod rlinf-smoke-ppo-mlp-worker-0 is Pending: Unschedulable: {msg}"
+    assert rec.fault_at == pytest.approx(0.2)
+
+
+def test_a_pod_that_never_binds_fails_6_2_at_its_timeout(base: Any, tmp_path: Path) -> None:
+    rec, _ = run(base, tmp_path, [pod(0.2, "Pending", node=None)])
+    check, message, at = verdict(rec)
+    assert (check, at) == ("6.2", pytest.approx(30.0))
+    assert (
+        message
+        == "nothing after 30 s (timeouts.scheduled); pod rlinf-smoke-ppo-mlp-worker-0 Pending"
+    )
+
+
+def test_no_pod_at_all_names_that(base: Any, tmp_path: Path) -> None:
+    rec, _ = run(base, tmp_path, [])
+    assert verdict(rec)[1] == "nothing after 30 s (timeouts.scheduled); no Pod status"
+
+
+def test_a_pod_on_another_node_fails_6_2(base: Any, tmp_path: Path) -> None:
+    rec, _ = run(base, tmp_path, [pod(1.0, node="gpu-node-08")])
+    assert verdict(rec)[:2] == (
+        "6.2",
+        "pod rlinf-smoke-ppo-mlp-worker-0 runs on gpu-node-08, expected local-node",
+    )
+
+
+def test_two_pods_for_one_worker_fail_6_2(base: Any, tmp_path: Path) -> None:
+    rec, _ = run(base, tmp_path, running(), extra_pods=1)
+    assert verdict(rec)[:2] == (
+        "6.2",
+        "2 Pods for one Worker: rlinf-smoke-ppo-mlp-worker-0, rlinf-smoke-ppo-mlp-worker-0-0",
+    )
+
+
+def test_6_2_passes_on_a_pod_that_already_finished_on_its_node(base: Any, tmp_path: Path) -> None:
+    rec, _ = run(base, tmp_path, [pod(0.5, "Failed", exit_code=3, reason="Error"), end(0.6)])
+    assert rec.status("6.2") == "passed"
+    assert verdict(rec)[:2] == (
+        "6.3",
+        "the Ray head never started: pod rlinf-smoke-ppo-mlp-worker-0 Failed, Error, exit code 3",
+    )
+
+
+# --- 6.3 --------------------------------------------------------------------------------
+
+
+def test_a_failing_prepare_script_fails_6_3_with_its_exit_code(base: Any, tmp_path: Path) -> None:
+    script = [
+        *running(),
+        line(1.2, "preparing"),
+        end(1.5),
+        pod(1.6, "Failed", exit_code=3, reason="Error"),
+    ]
+    rec, _ = run(base, tmp_path, script)
+    check, message, at = verdict(rec)
+    assert (check, at) == ("6.3", pytest.approx(1.6))
+    assert (
+        message
+        == "the Ray head never started: pod rlinf-smoke-ppo-mlp-worker-0 Failed, Error, exit code 3"
+    )
+    assert rec.fault_at == pytest.approx(1.5)
+    assert rec.status("6.4") == "skipped" and rec.phases["6.4"].message == "not reached: 6.3 failed"
+
+
+def test_ray_started_but_the_script_printed_nothing(base: Any, tmp_path: Path) -> None:
+    script = [
+        *running(),
+        line(1.5, RAY),
+        line(1.6, "2026-11-30 13:13:38,746\tINFO scripts.py:1088 -- Next steps"),
+        end(2.0),
+        pod(2.1, "Failed", exit_code=1, reason="Error"),
+    ]
+    rec, _ = run(base, tmp_path, script)
+    assert verdict(rec)[1].startswith("the run script printed nothing after Ray started: ")
+
+
+def test_6_3_waits_for_its_timeout_while_the_worker_is_silent(base: Any, tmp_path: Path) -> None:
+    rec, _ = run(base, tmp_path, [*running(), line(1.5, RAY)])
+    check, message, at = verdict(rec)
+    assert (check, at) == ("6.3", pytest.approx(61.0))
+    assert (
+        message == "nothing after 60 s (timeouts.rayHead); pod rlinf-smoke-ppo-mlp-worker-0 Running"
+    )
+
+
+def test_a_volume_that_does_not_mount_fails_the_workers_start_naming_the_store(
+    base: Any, tmp_path: Path
+) -> None:
+    why = (
+        'MountVolume.SetUp failed for volume "ckpt" : s3://rlinf-ckpt at http://127.0.0.1:9: '
+        "connection refused"
+    )
+    script = [
+        pod(0.1, "Pending"),
+        warning(0.3, "FailedMount", why),
+        pod(0.4, "Pending", reason="CreateContainerError", message=why),
+        end(0.4),
+    ]
+    rec, _ = run(base, tmp_path, script)
+    assert rec.status("6.2") == "passed"
+    check, message, at = verdict(rec)
+    assert (check, at) == ("6.3", pytest.approx(0.4))
+    assert message == (
+        "the Worker's container was never created: pod rlinf-smoke-ppo-mlp-worker-0 Pending, "
+        f"CreateContainerError, {why}"
+    )
+
+
+def test_a_timeout_names_the_latest_warning(base: Any, tmp_path: Path) -> None:
+    script = [
+        pod(0.1, "Pending"),
+        warning(5.0, "FailedMount", "MountVolume.SetUp failed: timed out"),
+    ]
+    rec, _ = run(base, tmp_path, script)
+    assert verdict(rec)[1] == (
+        "nothing after 30 s (timeouts.scheduled); pod rlinf-smoke-ppo-mlp-worker-0 Pending; "
+        "last warning: FailedMount: MountVolume.SetUp failed: timed out"
+    )
+
+
+# --- terminal Pod states end the phase waited for, whatever the log stream does ----------
+
+TERMINAL: dict[str, dict[str, Any]] = {
+    "Failed": {"phase": "Failed", "reason": "Error", "exit_code": 1},
+    "Succeeded": {"phase": "Succeeded", "reason": "Completed", "exit_code": 0},
+    "terminated container": {"phase": "Running", "reason": "Error", "exit_code": 137},
+    "CrashLoopBackOff": {"phase": "Running", "reason": "CrashLoopBackOff", "restarts": 3},
+    "CreateContainerConfigError": {"phase": "Pending", "reason": "CreateContainerConfigError"},
+    "ErrImagePull": {"phase": "Pending", "reason": "ErrImagePull"},
+}
+WAITING = {"6.2": [pod(0.1, "Pending", node=None)], "6.3": running(), "6.4": started()}
+# Which check the state fails while each phase waits: a Pod that ran on its node, or whose
+# container could not be created there, has passed 6.2; the Worker's start is 6.3's.
+FAILS = {
+    ("6.2", "Failed"): "6.3",
+    ("6.2", "Succeeded"): "6.3",
+    ("6.2", "terminated container"): "6.3",
+    ("6.2", "CreateContainerConfigError"): "6.3",
+}
+
+
+@pytest.mark.parametrize("state", TERMINAL)
+@pytest.mark.parametrize("phase", WAITING)
+def test_a_terminal_pod_fails_the_waiting_phase_at_once_even_if_the_log_never_ends(
+    base: Any, tmp_path: Path, phase: str, state: str
+) -> None:
+    rec, _ = run(base, tmp_path, [*WAITING[phase], pod(5.0, **TERMINAL[state])])
+    check, message, at = verdict(rec)
+    assert check == FAILS.get((phase, state), phase)
+    assert 5.0 <= at <= 5.0 + TAIL_GRACE_SECONDS
+    assert str(TERMINAL[state]["reason"]) in message
+    if "exit_code" in TERMINAL[state]:
+        assert f"exit code {TERMINAL[state]['exit_code']}" in message
+    assert "timeouts." not in message
+
+
+def test_lines_in_flight_after_a_terminal_pod_still_count(base: Any, tmp_path: Path) -> None:
+    script = [
+        *running(),
+        pod(3.0, "Succeeded", exit_code=0, reason="Completed"),
+        line(3.2, RAY),
+        line(3.3, "smoke starting"),
+        line(3.4, SIGNAL),
+    ]
+    rec, _ = run(base, tmp_path, script)
+    assert (rec.status("6.3"), rec.status("6.4")) == ("passed", "passed")
+    assert verdict(rec)[0] == "6.5"
+
+
+def test_lines_after_the_grace_do_not_hold_the_verdict(base: Any, tmp_path: Path) -> None:
+    script = [
+        *running(),
+        pod(3.0, "Failed", exit_code=1, reason="Error"),
+        line(3.0 + TAIL_GRACE_SECONDS + 5, RAY),
+    ]
+    rec, _ = run(base, tmp_path, script)
+    check, _, at = verdict(rec)
+    assert (check, at) == ("6.3", pytest.approx(3.0 + TAIL_GRACE_SECONDS))
+
+
+def test_a_cut_log_stream_waits_only_for_the_pods_final_status(base: Any, tmp_path: Path) -> None:
+    rec, _ = run(base, tmp_path, [*running(), line(1.5, RAY), end(2.0)])
+    check, message, at = verdict(rec)
+    assert (check, at) == ("6.3", pytest.approx(2.0 + SETTLE_SECONDS))
+    assert message.endswith("pod rlinf-smoke-ppo-mlp-worker-0 Running")
+
+
+def test_the_exit_code_arriving_after_the_end_of_the_log_is_named(
+    base: Any, tmp_path: Path
+) -> None:
+    script = [*running(), end(2.0), pod(4.0, "Failed", exit_code=137, reason="Error")]
+    rec, _ = run(base, tmp_path, script)
+    check, message, at = verdict(rec)
+    assert (check, at) == ("6.3", pytest.approx(4.0))
+    assert "exit code 137" in message and rec.fault_at == pytest.approx(2.0)
+
+
+# --- 1.1 / 1.2: the printed config ------------------------------------------------------
+
+
+def printed(config: object) -> list[Step]:
+    text = config if isinstance(config, str) else json.dumps(config, indent=2)
+    return [*started(), *lines(2.1, *text.splitlines()), end(3.0)]
+
+
+def test_the_printed_config_passes_1_1_and_1_2(base: Any, tmp_path: Path) -> None:
+    rec, _ = run(base, tmp_path, printed(CONFIG), validated=CONFIG)
+    assert (rec.status("1.1"), rec.status("1.2")) == ("passed", "passed")
+    assert rec.printed_config == CONFIG
+
+
+def test_two_nodes_in_the_printed_config_fail_1_1(base: Any, tmp_path: Path) -> None:
+    two = {"cluster": {**CONFIG["cluster"], "num_nodes": 2}}
+    rec, _ = run(base, tmp_path, printed(two), validated=CONFIG)
+    assert rec.phases["1.1"].message == "the config RLinf loaded has cluster.num_nodes 2"
+    assert rec.status("1.1") == "failed" and verdict(rec)[0] == "1.1"
+
+
+def test_a_changed_placement_fails_1_2(base: Any, tmp_path: Path) -> None:
+    moved = {"cluster": {"num_nodes": 1, "component_placement": {"actor": "0-3"}}}
+    rec, _ = run(base, tmp_path, printed(moved), validated=CONFIG)
+    assert rec.phases["1.2"].message == (
+        "the run differs from the validated config: "
+        "cluster.component_placement.actor: validated '0-1', ran with '0-3'"
+    )
+
+
+def test_a_printed_config_that_is_not_json_fails_1_1(base: Any, tmp_path: Path) -> None:
+    rec, _ = run(base, tmp_path, printed("{\n  num_nodes: 1\n}"))
+    assert rec.phases["1.1"].message == "the config RLinf printed at start-up is not valid JSON"
+    assert "1.2" not in rec.phases
+
+
+# --- 6.4 --------------------------------------------------------------------------------
+
+
+def test_the_first_signal_passes_6_4_the_moment_it_is_printed(base: Any, tmp_path: Path) -> None:
+    rec, _ = run(base, tmp_path, [*started(), line(7.5, SIGNAL), end(9.0)])
+    assert rec.phases["6.4"].at == pytest.approx(7.5)
+    assert rec.phases["6.4"].message == f"log line 3 shows the first signal: {SIGNAL}"
+
+
+def test_a_ray_line_matching_the_signal_does_not_count(base: Any, tmp_path: Path) -> None:
+    prof, job = base
+    loose = replace(prof, run_info=replace(prof.run_info, first_signal="started"))
+    rec, _ = run((loose, job), tmp_path, [*running(), line(1.5, RAY), end(2.0)])
+    assert verdict(rec)[0] == "6.3"
+    rec, _ = run((loose, job), tmp_path, [*started(), line(2.5, "env started"), end(3.0)])
+    assert rec.phases["6.4"].message == "log line 3 shows the first signal: env started"
+
+
+def test_a_run_that_ends_without_the_signal_fails_6_4_at_once(base: Any, tmp_path: Path) -> None:
+    script = [
+        *started(),
+        line(3.0, "done, 0 steps"),
+        end(4.0),
+        pod(4.1, "Succeeded", exit_code=0, reason="Completed"),
+    ]
+    rec, _ = run(base, tmp_path, script)
+    check, message, at = verdict(rec)
+    assert (check, at) == ("6.4", pytest.approx(4.1))
+    assert message == (
+        "the logs never showed /Global Step: +\\d+%\\|/ and the Worker ended: "
+        "pod rlinf-smoke-ppo-mlp-worker-0 Succeeded, Completed, exit code 0"
+    )
+    assert rec.fault_at == pytest.approx(4.0)
+
+
+def test_no_prepared_signal_fails_6_4_at_once(base: Any, tmp_path: Path) -> None:
+    prof, job = base
+    none = replace(prof, run_info=replace(prof.run_info, first_signal=None))
+    rec, _ = run((none, job), tmp_path, started())
+    assert verdict(rec)[:2] == ("6.4", "no first signal was prepared (runInfo.firstSignal)")
+
+
+def test_6_4_times_out_after_first_signal_seconds(base: Any, tmp_path: Path) -> None:
+    rec, _ = run(base, tmp_path, started())
+    check, message, at = verdict(rec)
+    assert (check, at) == ("6.4", pytest.approx(122.0))
+    assert message.startswith("nothing after 120 s (timeouts.firstSignal)")
+
+
+# --- 6.5 --------------------------------------------------------------------------------
+
+
+def signalled() -> list[Step]:
+    return [*started(), line(3.0, SIGNAL)]
+
+
+def test_a_worker_that_ends_without_a_checkpoint_fails_6_5(base: Any, tmp_path: Path) -> None:
+    script = [*signalled(), end(6.0), pod(6.1, "Succeeded", exit_code=0, reason="Completed")]
+    rec, _ = run(base, tmp_path, script)
+    check, message, at = verdict(rec)
+    assert check == "6.5" and at == pytest.approx(6.1)
+    assert message.startswith(
+        f"the Worker ended and file://{tmp_path / 'store'}/{CKPT} holds no intact checkpoint: "
+    )
+    assert rec.fault_at == pytest.approx(6.1)
+
+
+def test_a_checkpoint_from_before_the_submission_does_not_count(base: Any, tmp_path: Path) -> None:
+    write_checkpoint(tmp_path / "store", step=5)
+    script = [*signalled(), end(6.0), pod(6.1, "Succeeded", exit_code=0, reason="Completed")]
+    rec, _ = run(base, tmp_path, script)
+    assert verdict(rec)[0] == "6.5"
+    assert rec.checkpoint is not None and rec.checkpoint.stale == 1
+
+
+def test_6_5_times_out_while_the_worker_keeps_running(base: Any, tmp_path: Path) -> None:
+    rec, _ = run(base, tmp_path, signalled())
+    check, message, at = verdict(rec)
+    assert check == "6.5" and 123.0 <= at <= 124.0
+    assert f"after 120 s (timeouts.output): file://{tmp_path / 'store'}/{CKPT}: " in message
+
+
+class Unanswering(FileStore):
+    """A real directory store that stops answering when told to, as a dead S3 server does."""
+
+    down = False
+
+    def list(self, prefix: str = "") -> Any:
+        if self.down:
+            raise StoreUnavailable(
+                "EndpointConnectionError", prefix, "Could not connect (after 4 attempts)"
+            )
+        return super().list(prefix)
+
+
+def test_a_store_that_stops_answering_fails_6_5_with_the_cause(base: Any, tmp_path: Path) -> None:
+    store = Unanswering(tmp_path / "store")
+    script = [*signalled(), call(10.0, lambda: setattr(store, "down", True))]
+    rec, _ = run(base, tmp_path, script, store=store)
+    check, message, at = verdict(rec)
+    assert check == "6.5" and at < 12.0
+    assert message == (
+        f"file://{tmp_path / 'store'}/{CKPT} could not be read while the Worker ran: "
+        f"{CKPT}/: EndpointConnectionError: Could not connect (after 4 attempts)"
+    )
+
+
+def test_a_listing_that_failed_before_submission_is_not_an_empty_one(
+    base: Any, tmp_path: Path
+) -> None:
+    store = Unanswering(tmp_path / "store")
+    store.down = True
+    write_checkpoint(tmp_path / "store")
+    script = [*signalled(), call(4.0, lambda: setattr(store, "down", False)), end(6.0)]
+    rec, _ = run(base, tmp_path, script, store=store)
+    check, message, _ = verdict(rec)
+    assert check == "6.5" and rec.checkpoint is None
+    assert "could not be listed before submission" in message
+    assert message.endswith("EndpointConnectionError: Could not connect (after 4 attempts)")
+
+
+def test_a_location_under_no_mount_fails_6_5(base: Any, tmp_path: Path) -> None:
+    prof, job = base
+    outside = replace(prof, run_info=replace(prof.run_info, expected_output="/workspace/results"))
+    rec, _ = run((outside, job), tmp_path, [*signalled(), end(4.0)])
+    assert verdict(rec)[:2] == (
+        "6.5",
+        "/workspace/results lies under no mount: nothing there persists",
+    )
+
+
+# --- progress ---------------------------------------------------------------------------
+
+
+def test_a_waiting_phase_reports_progress_every_second(base: Any, tmp_path: Path) -> None:
+    ticks: list[Progress] = []
+    run(
+        base,
+        tmp_path,
+        [*running(), line(1.5, "preparing"), line(3.0, RAY), line(3.5, "go")],
+        progress=ticks,
+    )
+    # 6.3 waits from 1.0 s: a tick at most every second, with the latest line at that time.
+    seen = [(p.elapsed, p.last_line) for p in ticks if p.check == "6.3"]
+    assert seen == [(1.5, "preparing"), (2.5, "go")]
+    assert {p.check for p in ticks} >= {"6.3", "6.4"}
+    assert all(p.timeout == {"6.2": 30, "6.3": 60, "6.4": 120, "6.5": 120}[p.check] for p in ticks)
+    assert ticks[0].pod.startswith("pod rlinf-smoke-ppo-mlp-worker-0")
+    assert NODE  # the scripted Pod's node is the profile's expected node
+
+
+# --- what the run leaves at the persistent location -------------------------------------
+
+
+def keeping(base: tuple[Profile, Any], value: object) -> tuple[Profile, Any]:
+    prof, job = base
+    return replace(prof, target=replace(prof.target, options={"keepOutputs": value})), job
+
+
+def stored(root: Path) -> list[str]:
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+
+
+def test_a_passing_run_removes_what_it_wrote_and_only_that(base: Any, tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    (root / "logs" / "earlier").mkdir(parents=True)
+    (root / "logs" / "earlier" / "events.out").write_bytes(b"an earlier run's")
+    rec, _ = run(base, tmp_path, happy_script(root), validated=CONFIG)
+    assert rec.passed and rec.outputs_removed == 1 and rec.outputs_kept is None
+    assert stored(root) == ["logs/earlier/events.out"]
+
+
+def test_a_failing_run_keeps_its_outputs_and_names_them(base: Any, tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    rec, _ = run(base, tmp_path, happy_script(root), validated={"cluster": {"num_nodes": 2}})
+    assert rec.earliest_failure is not None and rec.earliest_failure.check == "1.2"
+    assert rec.outputs_kept == f"file://{root}/logs (1 objects written by this run)"
+    assert stored(root) == [f"{CKPT}/global_step_1/actor/model.safetensors"]
+
+
+@pytest.mark.parametrize(("policy", "left"), [("always", 1), ("never", 0)])
+def test_the_profile_decides_what_stays(base: Any, tmp_path: Path, policy: str, left: int) -> None:
+    root = tmp_path / "store"
+    failing = {"cluster": {"num_nodes": 2}}
+    rec, _ = run(keeping(base, policy), tmp_path, happy_script(root), validated=failing)
+    assert len(stored(root)) == left and (rec.outputs_kept is not None) == bool(left)
+    assert rec.outputs_removed == 1 - left
+
+
+def test_an_unknown_keep_outputs_value_names_the_profile_line(base: Any, tmp_path: Path) -> None:
+    from rlark_acceptance.model.errors import InputError
+
+    with pytest.raises(InputError) as e:
+        run(keeping(base, "sometimes"), tmp_path, [])
+    assert "target.keepOutputs must be one of onFailure, always, never, not 'sometimes'" in str(
+        e.value
+    )
+    assert "local.yaml" in str(e.value)
