@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from rlark_acceptance.model.findings import Finding, Location, Severity, Status, error
-from rlark_acceptance.model.job import Job, Role, mount_for, under
+from rlark_acceptance.model.job import Job, Role
 from rlark_acceptance.model.profile import NodeSpec, Profile, RunInfo
 from rlark_acceptance.preflight.secrets import redact
 from rlark_acceptance.rlinf.effective import EffectiveRLinf
@@ -170,13 +170,6 @@ def run_checks(ctx: Context, only: Iterable[str] | None = None) -> Outcome:
 def _redacted(f: Finding) -> Finding:
     message = redact(f.message)
     return f if message == f.message else dataclasses.replace(f, message=message)
-
-
-# -- helpers shared by several checks ---------------------------------------------------
-
-
-# Model helpers, re-exported for callers that import them from here.
-__all__ = ["mount_for", "under"]
 
 
 def nodes_matching(nodes: list[NodeSpec], selector: Any) -> list[NodeSpec]:

@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from rlark_acceptance.adapters.base import Adapter
-from rlark_acceptance.model.job import Job
-from rlark_acceptance.preflight.checks.base import mount_for
+from rlark_acceptance.model.job import Job, mount_for
 from rlark_acceptance.run.step6.run import pod_over
 from rlark_acceptance.storage import CheckpointReport, Store, StoreError, snapshot
 from rlark_acceptance.storage import verify_checkpoints as _verify
