@@ -23,8 +23,10 @@ OUT = ROOT / "docs" / "checks.md"
 RUN = ROOT / "src" / "rlark_acceptance" / "run"
 # A Step 6 phase names its check as a class attribute (``check = "6.2"``) or a constant.
 _RUNTIME_CHECK = re.compile(
-    r"""^\s*(?:check|CHECK|check_id)\s*(?::\s*\w+\s*)?=\s*["']([\w.]+)["']"""
+    r"""^\s*(?:check|CHECK|check_id)\s*(?::\s*[\w\[\]]+\s*)?=\s*["']([\w.]+)["']"""
 )
+# ... or settles a check by name on the run (``run.done("1.1", ...)``).
+_RUNTIME_DONE = re.compile(r"""\bdone\(\s*["']([\w.]+)["']""")
 _TAG = re.compile(r"@check-([\w.]+)")
 
 HEADER = """# The page's checks
@@ -69,10 +71,13 @@ def static_code_by_check() -> dict[str, list[str]]:
 def runtime_code_by_check() -> dict[str, list[str]]:
     out: dict[str, set[str]] = defaultdict(set)
     for path in sorted(RUN.rglob("*.py")):
-        for line in path.read_text(encoding="utf-8").splitlines():
+        text = path.read_text(encoding="utf-8")
+        for line in text.splitlines():
             m = _RUNTIME_CHECK.match(line)
             if m:
                 out[m.group(1)].add(_rel(path))
+        for cid in _RUNTIME_DONE.findall(text):
+            out[cid].add(_rel(path))
     return {k: sorted(v) for k, v in out.items()}
 
 
