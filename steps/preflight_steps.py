@@ -10,6 +10,7 @@ import pytest
 from pytest_bdd import parsers, then, when
 
 from fixtures.workspace import Workspace
+from rlark_acceptance.model.doc_checks import remedy
 from rlark_acceptance.model.findings import Finding, Severity
 from rlark_acceptance.preflight.entry import PreflightResult, preflight_files, preflight_profile
 
@@ -37,7 +38,9 @@ def _explain(result: PreflightResult) -> str:
 def checks_pass(preflight: PreflightResult, ids: str) -> None:
     for check in ids.split(", "):
         status = preflight.outcome.status(check)
-        assert status == "passed", f"check {check} is {status}:\n{_explain(preflight)}"
+        assert status == "passed", (
+            f"[{check}] check {check} is {status}:\n{_explain(preflight)}\n→ {remedy(check)}"
+        )
 
 
 _WHERE = {
