@@ -64,7 +64,7 @@ Feature: 确认任务适合单节点运行 (§0: is the job right for one node)
     Given the default acceptance profile
     When the pre-flight runs
     Then check 0.4 passes
-    And the verdict is "pass"
+    And the verdict is not "redirect"
 
   @check-0.4 @negative
   Scenario: CPU, memory and /dev/shm fields send the job to the multi-node guide

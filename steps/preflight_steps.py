@@ -136,6 +136,11 @@ def verdict_is(preflight: PreflightResult, verdict: str, reasons: str | None) ->
         )
 
 
+@then(parsers.parse('the verdict is not "{verdict}"'))
+def verdict_is_not(preflight: PreflightResult, verdict: str) -> None:
+    assert preflight.verdict != verdict, f"verdict {preflight.verdict}:\n{_explain(preflight)}"
+
+
 @then("no finding shows the secret")
 def no_secret_shown(preflight: PreflightResult, workspace: Workspace) -> None:
     assert workspace.secrets, "the scenario planted no secret"
