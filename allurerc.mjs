@@ -74,6 +74,7 @@ export default {
         singleFile: false,
         groupBy: ["epic", "feature", "story"],
         stepTreeExpansion: "expand_failed_only",
+        defaultSortBy: "name,asc", // the sections are numbered in the page's order
         reportLanguage: "en",
       },
     },
