@@ -271,6 +271,7 @@ def test_a_green_run_passes_every_check(tmp_path: Path) -> None:
     assert set(s["checks"].values()) == {"passed"}, s["checks"]
     assert s["notReached"] == [] and s["interrupted"] is False
     assert {"submit", "scheduled", "rayHead", "firstSignal", "output"} <= set(s["durations"])
+    assert s["outputs"]["checkpoint"] and s["outputs"]["steps"], s.get("outputs")
     assert "verdict: passed" in run.output
     assert junit_case(run, "2.1", failed=False).get("classname", "").startswith("04 Step 2")
 
