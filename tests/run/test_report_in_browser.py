@@ -43,6 +43,12 @@ def test_a_reader_sees_the_failed_check_its_remedy_and_the_job_yaml(
     assert "kind: Job" in seen and "readOnly: true}" in seen, "the Job YAML is not shown"
     assert (tmp_path / "failed.png").stat().st_size > 10_000
 
+    # Every generate appends to the history file next to the results: no copying by hand.
+    history = run.reports / "allure-history.jsonl"
+    before = len(history.read_text(encoding="utf-8").splitlines())
+    generate(run.reports)
+    assert len(history.read_text(encoding="utf-8").splitlines()) == before + 1
+
     # The release gate reads the same results: not accepted.
     gate = subprocess.run(
         ["npx", "--no-install", "allure", "quality-gate", str(run.reports / "allure-results")],
