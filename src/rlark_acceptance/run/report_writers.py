@@ -190,3 +190,38 @@ def report_name(summary: dict[str, Any]) -> str:
     first = summary.get("earliestFailure")
     tail = f" at {first['check']}" if first else ""
     return f"RLark acceptance: {PAGE} — {word}{tail}"
+
+
+# -- the terminal ---------------------------------------------------------------------------
+
+
+def terminal_lines(data: dict[str, Any], path: Path) -> list[str]:
+    """The record as the run's last lines: verdict, earliest failure and remedy, the rest."""
+    counts = {
+        s: sum(1 for v in data["checks"].values() if v == s)
+        for s in ("passed", "failed", "notReached", "skipped")
+    }
+    out = [
+        f"verdict: {data['verdict']}  checks: {counts['passed']} passed, "
+        f"{counts['failed']} failed, {counts['notReached']} not reached, "
+        f"{counts['skipped']} not selected  ({path})"
+    ]
+    if data.get("error"):
+        out.append(f"error: {data['error']}")
+    e = data["earliestFailure"]
+    if e:
+        where = f" ({e['location']})" if e.get("location") else ""
+        out += [f"earliest failing check: {e['check']}{where} — {e['message']}", f"  → {e['hint']}"]
+    if data["notReached"]:
+        out.append("not reached: " + ", ".join(data["notReached"]))
+    self_checks = data["selfChecks"]
+    for entry in self_checks["failed"]:
+        out += [f"self-check failed: {entry['check']} {entry['scenario']}", f"  {entry['message']}"]
+    if self_checks.get("inconclusive"):
+        out.append(
+            f"self-checks inconclusive: {len(self_checks['inconclusive'])} (the profile itself "
+            "fails; see selfChecks.inconclusive)"
+        )
+    if data["durations"]:
+        out.append("durations: " + ", ".join(f"{k} {v:.1f}s" for k, v in data["durations"].items()))
+    return out
