@@ -33,6 +33,18 @@ def accepted_run(
         adapter.close()
 
 
+@pytest.hookimpl(trylast=True)  # after pytest has set up the item's own fixtures
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """The shared submission is set up before the first Step 6 scenario starts, so the
+    scenario's own time and steps show only what it checks (the run's evidence is global)."""
+    from rlark_acceptance.run.record import SELF_CHECK_TAGS
+
+    names = {m.name for m in item.iter_markers()}
+    request = getattr(item, "_request", None)
+    if "runtime" in names and not names & SELF_CHECK_TAGS and request is not None:
+        request.getfixturevalue("accepted_run")
+
+
 @given("the default acceptance profile has passed the pre-flight", target_fixture="run")
 def passed_preflight(accepted_run: AcceptanceRun) -> AcceptanceRun:
     pre = accepted_run.preflight
