@@ -178,7 +178,7 @@ def environment(profile: str, summary: dict[str, Any]) -> dict[str, str]:
     return {
         "profile": profile,
         "verdict": str(summary["verdict"]),
-        "earliest failing check": (summary["earliestFailure"] or {}).get("check") or "none",
+        "earliestFailure": (summary["earliestFailure"] or {}).get("check") or "none",
         "python": platform.python_version(),
         "platform": platform.platform(),
     }
