@@ -50,7 +50,7 @@ def run_results(run: AcceptanceRun, checks: list[str]) -> list[CheckResult]:
     out = []
     for check in checks:
         p = run.record.phases.get(check)
-        if p is None or p.status == "skipped":
+        if p is None or p.status not in ("passed", "failed"):  # skipped / not reached
             failed = run.record.earliest_failure
             why = f"{NOT_REACHED}: {failed.check} failed" if failed else NOT_REACHED
             out.append(CheckResult(check, "notReached", p.message if p else why))
