@@ -64,7 +64,7 @@ Feature: 确认任务适合单节点运行 (§0: is the job right for one node)
     Given the default acceptance profile
     When the pre-flight runs
     Then check 0.4 passes
-    And the verdict is "pass"
+    And the verdict is not "redirect"
 
   @check-0.4 @negative
   Scenario: CPU, memory and /dev/shm fields send the job to the multi-node guide
@@ -86,7 +86,7 @@ Feature: 确认任务适合单节点运行 (§0: is the job right for one node)
     When the pre-flight runs
     Then check 0.5 fails with "real-robot-unconfirmed"
 
-  @check-0.5 @positive
+  @check-0.5 @positive @variant
   Scenario: a real-robot job whose safety the profile confirms
     Given the default acceptance profile
     And the RLinf config declares a node group with Franka hardware
@@ -94,7 +94,7 @@ Feature: 确认任务适合单节点运行 (§0: is the job right for one node)
     When the pre-flight runs
     Then check 0.5 passes
 
-  @check-0.1 @check-0.4 @check-0.5 @check-3.3 @positive
+  @check-0.1 @check-0.4 @check-0.5 @check-3.3 @positive @variant
   Scenario Outline: 真实 RLinf 配置: <config> suits one node
     Given the RLinf example config "<config>"
     When the pre-flight classifies it

@@ -21,7 +21,7 @@ Feature: 准备 RLinf 运行信息 (prepare the RLinf run information)
       | registry.example.com/rlinf:latest       |
       | registry.example.com/rlinf              |
 
-  @check-P.1 @positive
+  @check-P.1 @positive @variant
   Scenario: a digest is as good as a version
     Given the default acceptance profile
     And the prepared image is pinned by digest

@@ -3,11 +3,11 @@ Feature: Step 1 保留原有 RLinf 配置 (keep the validated RLinf config)
   component_placement, world sizes, offload, pipeline_stage_num, and the algorithm, model,
   data and checkpoint settings.
 
-  @check-1.1 @positive
+  @check-1.1 @check-1.2 @positive
   Scenario: 本次实际加载的 RLinf 配置 is the validated one
     Given the default acceptance profile
     When the pre-flight runs
-    Then check 1.1 passes
+    Then checks 1.1, 1.2 pass
 
   @check-1.1 @negative
   Scenario: the run command loads another config
@@ -23,7 +23,7 @@ Feature: Step 1 保留原有 RLinf 配置 (keep the validated RLinf config)
     When the pre-flight runs
     Then check 1.1 fails with "config-unloadable" at the run script
 
-  @check-1.2 @positive
+  @check-1.2 @positive @variant
   Scenario: 沿用该工作负载已经验证的设置
     Given the default acceptance profile
     And the run command adds the override "runner.max_steps=3"
@@ -44,7 +44,7 @@ Feature: Step 1 保留原有 RLinf 配置 (keep the validated RLinf config)
       | offload              | actor.enable_offload=true        |
       | pipeline_stage_num   | rollout.pipeline_stage_num=2     |
 
-  @check-1.2 @check-3.7 @positive
+  @check-1.2 @check-3.7 @positive @variant
   Scenario: moving the model path onto a mount keeps the validated settings
     Given the default acceptance profile
     And the run command adds the override "actor.model.model_path=/mnt/models/mlp"

@@ -80,7 +80,7 @@ Feature: Step 3 配置一个 Worker (configure one Worker)
     Then check 3.6 fails naming "WANDB_API_KEY" at the Job YAML
     And no finding shows the secret
 
-  @check-3.6 @positive
+  @check-3.6 @positive @variant
   Scenario: references and ordinary settings are not secrets
     Given the default acceptance profile
     And the environment variable "HF_TOKEN" refers to "${HF_TOKEN}"

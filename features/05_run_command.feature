@@ -52,7 +52,7 @@ Feature: Step 4 填写运行命令 (the run command)
     When the pre-flight runs
     Then check 4.5 fails with "tensorboard-elsewhere" at the Job YAML
 
-  @check-4.5 @positive
+  @check-4.5 @positive @variant
   Scenario: a parent of the event directory also shows the events
     Given the default acceptance profile
     And the TensorBoard path is "/mnt/ckpt/logs"

@@ -10,6 +10,7 @@ import pytest
 from pytest_bdd import parsers, then, when
 
 from fixtures.workspace import Workspace
+from rlark_acceptance.model.doc_checks import remedy
 from rlark_acceptance.model.findings import Finding, Severity
 from rlark_acceptance.preflight.entry import PreflightResult, preflight_files, preflight_profile
 
@@ -37,7 +38,9 @@ def _explain(result: PreflightResult) -> str:
 def checks_pass(preflight: PreflightResult, ids: str) -> None:
     for check in ids.split(", "):
         status = preflight.outcome.status(check)
-        assert status == "passed", f"check {check} is {status}:\n{_explain(preflight)}"
+        if status != "passed":  # the findings are the explanation: no traceback to read
+            why = f"[{check}] check {check} is {status}:\n{_explain(preflight)}"
+            pytest.fail(f"{why}\n→ {remedy(check)}", pytrace=False)
 
 
 _WHERE = {
@@ -131,6 +134,11 @@ def verdict_is(preflight: PreflightResult, verdict: str, reasons: str | None) ->
         assert redirect and all(r in redirect[0].message for r in reasons.split(", ")), (
             f"the redirect does not name {reasons}:\n{_explain(preflight)}"
         )
+
+
+@then(parsers.parse('the verdict is not "{verdict}"'))
+def verdict_is_not(preflight: PreflightResult, verdict: str) -> None:
+    assert preflight.verdict != verdict, f"verdict {preflight.verdict}:\n{_explain(preflight)}"
 
 
 @then("no finding shows the secret")

@@ -9,9 +9,11 @@ import pytest
 from pytest_bdd import given, parsers, then, when
 
 from fixtures.workspace import Workspace
+from rlark_acceptance.model.doc_checks import remedy
 from rlark_acceptance.model.profile import load_profile
 from rlark_acceptance.preflight.entry import preflight_profile
 from rlark_acceptance.run.acceptance import AcceptanceRun, accept, submit_and_confirm
+from rlark_acceptance.run.evidence import NOT_REACHED, preflight_stop
 from rlark_acceptance.run.step6 import Interrupted
 
 
@@ -37,19 +39,24 @@ def accepted_run(
         adapter.close()
 
 
+@pytest.hookimpl(trylast=True)  # after pytest has set up the item's own fixtures
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """The shared submission is set up before the first Step 6 scenario starts, so the
+    scenario's own time and steps show only what it checks (the run's evidence is global)."""
+    from rlark_acceptance.run.record import SELF_CHECK_TAGS
+
+    names = {m.name for m in item.iter_markers()}
+    request = getattr(item, "_request", None)
+    if "runtime" in names and not names & SELF_CHECK_TAGS and request is not None:
+        request.getfixturevalue("accepted_run")
+
+
 @given("the default acceptance profile has passed the pre-flight", target_fixture="run")
 def passed_preflight(accepted_run: AcceptanceRun) -> AcceptanceRun:
     pre = accepted_run.preflight
     if pre.verdict != "pass":
-        errors = [
-            f"{f.check} {f.code} {f.location}: {f.message}"
-            for f in pre.findings
-            if f.severity == "error"
-        ]
-        pytest.fail(
-            "[preflight] the profile does not pass the pre-flight, nothing was "
-            "submitted:\n  " + "\n  ".join(errors)
-        )
+        # Step 6 never started: its checks are not reached, the pre-flight's scenarios fail.
+        pytest.skip(preflight_stop(pre))
     return accepted_run
 
 
@@ -61,10 +68,11 @@ def submitted(run: AcceptanceRun) -> None:
 def _phase(run: AcceptanceRun, check: str) -> None:
     assert run.record is not None
     p = run.record.phases.get(check)
-    if p is None or p.status == "skipped":
-        pytest.skip(f"[{check}] {p.message if p else 'not reached'}")
+    if p is None or p.status not in ("passed", "failed"):  # skipped / not reached
+        why = p.message if p and NOT_REACHED in p.message else NOT_REACHED
+        pytest.skip(f"[{check}] {why}")
     if p.status != "passed":
-        pytest.fail(f"[{check}] {p.message}", pytrace=False)
+        pytest.fail(f"[{check}] {p.message}\n→ {remedy(check)}", pytrace=False)
 
 
 @then("the Job appears in the task list")

@@ -1,0 +1,106 @@
+"""Per-check results and evidence from what a scenario produced: a pre-flight or a run.
+
+A scenario that asserts "checks 3.1 … 3.7 pass" fails as a whole; the run record needs to
+know that 3.7 failed, with which finding and where, and that 3.1 passed. A Step 6 scenario
+that never got its phase needs ``notReached``, with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from rlark_acceptance.model.doc_checks import earliest
+from rlark_acceptance.model.findings import Severity
+from rlark_acceptance.preflight.entry import PreflightResult, sorted_findings
+from rlark_acceptance.run.acceptance import AcceptanceRun, manifest_of
+from rlark_acceptance.run.record import CheckResult
+
+NOT_REACHED = "not reached"  # how a step says its check was never reached (a skip reason)
+
+
+def preflight_results(pre: PreflightResult, checks: list[str]) -> list[CheckResult]:
+    out = []
+    for check in checks:
+        status = pre.outcome.status(check)
+        errors = [
+            f for f in sorted_findings(pre.findings) if f.check == check and f.severity == "error"
+        ]
+        if status == "failed" and errors:
+            located = next((f.location for f in errors if f.location is not None), None)
+            out.append(
+                CheckResult(
+                    check,
+                    "failed",
+                    "; ".join(f"{f.code}: {f.message}" for f in errors),
+                    str(located) if located else None,
+                )
+            )
+        elif status == "passed":
+            out.append(CheckResult(check, "passed"))
+    return out
+
+
+def run_results(run: AcceptanceRun, checks: list[str]) -> list[CheckResult]:
+    """Step 6's phases (and 1.1 / 1.2 read back from the Worker) as check results."""
+    if run.record is None:
+        why = preflight_stop(run.preflight)
+        return [CheckResult(c, "notReached", why) for c in checks]
+    out = []
+    for check in checks:
+        p = run.record.phases.get(check)
+        if p is None or p.status not in ("passed", "failed"):  # skipped / not reached
+            failed = run.record.earliest_failure
+            why = f"{NOT_REACHED}: {failed.check} failed" if failed else NOT_REACHED
+            out.append(CheckResult(check, "notReached", p.message if p else why))
+        elif p.status == "failed":
+            out.append(CheckResult(check, "failed", p.message))
+        else:
+            out.append(CheckResult(check, "passed", p.message))
+    return out
+
+
+def preflight_stop(pre: PreflightResult) -> str:
+    """Why nothing was submitted: the pre-flight's earliest failing check."""
+    failed = [f.check for f in pre.findings if f.severity == Severity.ERROR]
+    first = earliest(failed)
+    return (
+        f"{NOT_REACHED}: the pre-flight failed at check {first}, nothing was submitted"
+        if first
+        else f"{NOT_REACHED}: the pre-flight did not pass, nothing was submitted"
+    )
+
+
+def job_yaml(pre: PreflightResult) -> str | None:
+    """The Job YAML as the user wrote it (their file, so finding lines match), else rendered."""
+    if pre.job is None:
+        return None
+    path = Path(str(pre.job.doc.path))
+    if path.is_file():
+        return path.read_text(encoding="utf-8", errors="replace")
+    return manifest_of(pre.job)
+
+
+def findings_json(pre: PreflightResult) -> str:
+    return json.dumps(pre.to_json(), indent=2, ensure_ascii=False)
+
+
+def effective_config_json(pre: PreflightResult) -> str | None:
+    if pre.rlinf is None:
+        return None
+    return json.dumps(pre.rlinf.config.resolved(), indent=2, ensure_ascii=False, default=str)
+
+
+def pods_and_events_json(run: AcceptanceRun) -> str | None:
+    rec = run.record
+    if rec is None:
+        return None
+    failure = rec.earliest_failure
+    dump: dict[str, Any] = {
+        "earliestFailure": failure.__dict__ if failure else None,
+        "phases": {c: p.__dict__ for c, p in rec.phases.items()},
+        "pods": [p.__dict__ for p in rec.pods],
+        "events": [e.__dict__ for e in rec.events],
+    }
+    return json.dumps(dump, indent=2, ensure_ascii=False, default=str)

@@ -1,0 +1,212 @@
+"""The run record (CONTRACT §4): what one run of the features says about the profile.
+
+This is the report model; it knows nothing of pytest or of any output format. The pytest
+plugin (``fixtures/run_record.py``) fills it from the scenarios, the writers
+(``run/report_writers.py``) turn it into ``run-summary.json``, JUnit properties and Allure.
+
+What counts:
+
+- ``checks`` and the verdict come only from scenarios that exercise the profile *as it is*.
+  Scenarios that change a copy of it to prove that the harness or the platform catches a
+  mistake (tags ``negative``, ``fault-injection``, ``modified-job``, ``variant``) are
+  self-checks: reported apart, failing the run, never its earliest failure.
+- A check whose scenario never ran because an earlier phase failed (or the run was
+  interrupted) is ``notReached``, not ``failed``; one no selected scenario names is
+  ``skipped``.
+- When the profile itself fails, a failing self-check cannot show whether the harness
+  catches *its* mistake (it started from a broken profile): it is ``inconclusive``.
+
+>>> r = RunReport(profile="p.yaml")
+>>> s = r.add(ScenarioRecord("n", "任务列表中出现本次 Job", "Step 6", ["6.1"], "profile"))
+>>> s.finish("failed", step="Then the Job appears", message="refused")
+>>> r.summary()["earliestFailure"]["check"]
+'6.1'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from rlark_acceptance.model.doc_checks import CHECKS, ORDER, earliest, remedy
+
+Status = Literal["passed", "failed", "notReached", "skipped"]
+Kind = Literal["profile", "self-check"]
+Verdict = Literal["passed", "failed", "interrupted"]
+
+# Tags of scenarios that do not exercise the profile as it is.
+SELF_CHECK_TAGS = frozenset({"negative", "fault-injection", "modified-job", "variant"})
+
+# The check's status over all its scenarios: the worst one wins.
+_RANK: dict[str, int] = {"failed": 3, "notReached": 2, "passed": 1, "skipped": 0}
+
+
+def kind_of(tags: Iterable[str]) -> Kind:
+    return "self-check" if SELF_CHECK_TAGS & set(tags) else "profile"
+
+
+@dataclass
+class CheckResult:
+    """One check as one scenario saw it, with the evidence that explains a failure."""
+
+    check: str
+    status: Status
+    message: str | None = None
+    location: str | None = None  # file:line in the user's own file, for a finding
+
+
+@dataclass
+class ScenarioRecord:
+    nodeid: str
+    name: str  # the Gherkin scenario's name
+    feature: str
+    checks: list[str]
+    kind: Kind
+    outcome: Status = "notReached"  # until it has run
+    step: str | None = None
+    message: str | None = None
+    details: dict[str, CheckResult] = field(default_factory=dict)
+    ran: bool = False
+
+    def finish(
+        self,
+        outcome: Status,
+        *,
+        step: str | None = None,
+        message: str | None = None,
+        details: Iterable[CheckResult] = (),
+    ) -> None:
+        self.ran = True
+        self.outcome = outcome
+        self.step = step
+        self.message = message
+        self.details = {d.check: d for d in details if d.check in self.checks}
+
+    def result(self, check: str) -> CheckResult:
+        """Per-check evidence where the scenario's failure is explained by it; otherwise the
+        scenario's own outcome stands for every check it names (a crash is never a pass)."""
+        d = self.details.get(check)
+        explained = any(x.status == "failed" for x in self.details.values())
+        if d is not None and (self.outcome != "failed" or explained):
+            if self.outcome == "passed" and d.status != "passed":
+                return CheckResult(check, "passed")
+            return d
+        return CheckResult(check, self.outcome, self.message)
+
+
+@dataclass
+class RunReport:
+    profile: str
+    scenarios: dict[str, ScenarioRecord] = field(default_factory=dict)
+    durations: dict[str, float] = field(default_factory=dict)
+    interrupted: bool = False
+    error: str | None = None  # a usage error or a crash outside the scenarios
+    outputs: dict[str, Any] | None = None  # what the acceptance run left, where
+
+    def add(self, scenario: ScenarioRecord) -> ScenarioRecord:
+        return self.scenarios.setdefault(scenario.nodeid, scenario)
+
+    def of_kind(self, kind: Kind) -> list[ScenarioRecord]:
+        return [s for s in self.scenarios.values() if s.kind == kind]
+
+    # -- the record ------------------------------------------------------------------------
+
+    def check_results(self) -> dict[str, CheckResult]:
+        """Every doc check, from the profile-as-is scenarios that name it."""
+        out: dict[str, CheckResult] = {}
+        for c in CHECKS:
+            seen = [s.result(c.id) for s in self.of_kind("profile") if c.id in s.checks]
+            if not seen:
+                out[c.id] = CheckResult(c.id, "notReached" if self.error else "skipped")
+                continue
+            out[c.id] = max(seen, key=lambda r: _RANK[r.status])
+        return out
+
+    def verdict(self, checks: dict[str, CheckResult]) -> Verdict:
+        if self.interrupted:
+            return "interrupted"
+        statuses = {r.status for r in checks.values()}
+        if self.error or statuses & {"failed", "notReached"} or "passed" not in statuses:
+            return "failed"  # a run that verified nothing of the profile is no pass either
+        return "passed"
+
+    def earliest_failure(self, checks: dict[str, CheckResult]) -> dict[str, Any] | None:
+        first = earliest([c for c, r in checks.items() if r.status == "failed"])
+        if first is None:
+            return None
+        failing = sorted(
+            (s for s in self.of_kind("profile") if first in s.checks),
+            key=lambda s: (s.result(first).status != "failed", s.nodeid),
+        )
+        scenario = failing[0]
+        result = checks[first]
+        out: dict[str, Any] = {
+            "check": first,
+            "scenario": scenario.name,
+            "step": scenario.step,
+            "message": result.message or scenario.message,
+            "hint": remedy(first),
+        }
+        if result.location:
+            out["location"] = result.location
+        return out
+
+    def self_checks(self, profile_failed: str | None) -> dict[str, Any]:
+        passed = 0
+        failed: list[dict[str, Any]] = []
+        inconclusive: list[dict[str, Any]] = []
+        for s in sorted(self.of_kind("self-check"), key=_doc_order):
+            if not s.ran:
+                continue
+            if s.outcome == "passed":
+                passed += 1
+            elif s.outcome == "failed":
+                entry = {"check": _first(s.checks), "scenario": s.name, "message": s.message}
+                if profile_failed is not None:
+                    entry["reason"] = (
+                        f"the profile as it is fails at {profile_failed}; this scenario starts "
+                        "from it, so it cannot show whether the harness catches its own mistake"
+                    )
+                    inconclusive.append(entry)
+                else:
+                    failed.append(entry)
+        out: dict[str, Any] = {"passed": passed, "failed": failed}
+        if inconclusive:
+            out["inconclusive"] = inconclusive
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        checks = self.check_results()
+        first = self.earliest_failure(checks)
+        out: dict[str, Any] = {
+            "profile": self.profile,
+            "verdict": self.verdict(checks),
+            "checks": {c: r.status for c, r in checks.items()},
+            "earliestFailure": first,
+            "notReached": [c for c, r in checks.items() if r.status == "notReached"],
+            "selfChecks": self.self_checks(first["check"] if first else None),
+            "durations": {k: round(v, 3) for k, v in self.durations.items()},
+            "interrupted": self.interrupted,
+        }
+        if self.error:
+            out["error"] = self.error
+        if self.outputs is not None:
+            out["outputs"] = self.outputs
+        return out
+
+    def exit_failed(self) -> bool:
+        """Whether the run must end with a non-zero exit status: something of the profile
+        failed or was not reached, or a self-check failed (a run that selected no scenario
+        of the profile verified nothing, but did not fail either)."""
+        s = self.summary()
+        bad = {"failed", "notReached"} & set(s["checks"].values())
+        return bool(bad or s["selfChecks"]["failed"] or self.error or self.interrupted)
+
+
+def _first(checks: list[str]) -> str:
+    return earliest(checks) or (checks[0] if checks else "")
+
+
+def _doc_order(s: ScenarioRecord) -> tuple[int, str]:
+    return (min((ORDER.get(c, 99) for c in s.checks), default=99), s.nodeid)
