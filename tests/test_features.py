@@ -57,3 +57,47 @@ def test_every_check_has_a_positive_and_a_negative_scenario() -> None:
     # 6.1, 6.2's cluster side and 5.7 without a node inventory have their negative sides in
     # 首次运行问题排查 and the cluster features; nothing may be missing.
     assert missing == {}
+
+
+# Givens that leave the profile as it is; any other Given changes the copy (or reads another
+# input), so its scenario is a self-check and must say so with a tag.
+AS_IT_IS_GIVENS = {
+    "the default acceptance profile",
+    "the default acceptance profile has passed the pre-flight",
+    "its Job has been submitted to the target",
+}
+
+
+def _givens(doc: dict[str, Any], scenario: dict[str, Any]) -> list[str]:
+    steps: list[dict[str, Any]] = []
+    for child in doc["feature"]["children"]:
+        if child.get("background"):
+            steps += child["background"]["steps"]
+    steps += scenario["steps"]
+    out, keyword = [], ""
+    for step in steps:
+        kw = step["keyword"].strip()
+        keyword = keyword if kw in ("And", "But", "*") else kw
+        if keyword == "Given":
+            out.append(step["text"])
+    return out
+
+
+def test_only_scenarios_on_the_profile_as_it_is_lack_a_self_check_tag() -> None:
+    """The verdict comes from the untagged scenarios (CONTRACT §4): one that changes the
+    profile's copy without a self-check tag would let a deliberate mistake fail the profile."""
+    from rlark_acceptance.run.record import SELF_CHECK_TAGS
+
+    wrong = []
+    for path in FEATURES:
+        doc = parse(path)
+        feature_tags = {t["name"][1:] for t in doc["feature"].get("tags", [])}
+        for child in doc["feature"]["children"]:
+            sc = child.get("scenario")
+            if not sc:
+                continue
+            tags = feature_tags | {t["name"][1:] for t in sc.get("tags", [])}
+            changes = [g for g in _givens(doc, sc) if g not in AS_IT_IS_GIVENS]
+            if changes and not tags & SELF_CHECK_TAGS:
+                wrong.append(f"{path.name}: {sc['name']!r} changes the profile: {changes}")
+    assert wrong == []

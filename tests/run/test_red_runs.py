@@ -283,6 +283,8 @@ def test_ctrl_c_during_step6_leaves_an_interrupted_record(tmp_path: Path) -> Non
     assert s["verdict"] == "interrupted" and s["interrupted"] is True
     assert s["earliestFailure"] is None
     assert all(s["checks"][c] == "notReached" for c in RUNTIME), s["checks"]
+    assert run.junit.tag in ("testsuites", "testsuite"), "no junit.xml after Ctrl-C"
+    assert "verdict: interrupted" in run.output
 
 
 def test_a_crash_in_a_fixture_is_recorded_at_the_first_check_it_stopped(tmp_path: Path) -> None:

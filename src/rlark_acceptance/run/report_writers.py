@@ -139,7 +139,8 @@ def description(feature_text: str, check: str, message: str | None) -> str:
     """Markdown a reader sees first: what failed, the doc's remedy, then the feature."""
     parts = [f"**{check} failed** ({BY_ID[check].section}): {BY_ID[check].says}"]
     if message:
-        parts.append("```\n" + message.strip().replace("; ", "\n") + "\n```")
+        lines = message.strip().replace("; ", "\n").splitlines()
+        parts.append("\n".join(f"> {line}  " for line in lines))  # wraps, unlike a code block
     parts.append(f"**The doc's remedy:** {remedy(check)}")
     if feature_text:
         parts.append(feature_text)
