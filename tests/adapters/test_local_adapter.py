@@ -629,9 +629,10 @@ def test_the_next_run_removes_what_a_killed_run_left_and_says_so(
 
 
 def test_a_store_that_dies_while_6_5_waits_fails_6_5_with_the_cause(
-    profile: Profile, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    s3_chain: Any, profile: Profile, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A private S3 server of the test services, killed once the first signal was seen."""
+    """A private S3 server of the test services (built already for ``s3_chain``'s), killed
+    once the first signal was seen; the shared one is never touched."""
     from rlark_acceptance.preflight.entry import preflight_profile
     from rlark_acceptance.run.acceptance import submit_and_confirm
 
