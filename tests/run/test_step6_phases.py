@@ -195,15 +195,23 @@ def test_a_volume_that_does_not_mount_fails_the_workers_start_naming_the_store(
     )
 
 
+def test_a_bound_pod_whose_volume_keeps_failing_to_mount_is_6_3s(base: Any, tmp_path: Path) -> None:
+    why = 'MountVolume.SetUp failed for volume "ckpt" : rpc error: bucket rlinf-ckpt unreachable'
+    script = [pod(0.1, "Pending"), warning(0.5, "FailedMount", why)]
+    rec, _ = run(base, tmp_path, script)
+    assert rec.status("6.2") == "passed"
+    check, message, at = verdict(rec)
+    assert (check, at) == ("6.3", pytest.approx(60.5))
+    assert message.endswith(f"; last warning: FailedMount: {why}")
+
+
 def test_a_timeout_names_the_latest_warning(base: Any, tmp_path: Path) -> None:
-    script = [
-        pod(0.1, "Pending"),
-        warning(5.0, "FailedMount", "MountVolume.SetUp failed: timed out"),
-    ]
+    why = "0/3 nodes are available: waiting for ephemeral volume controller"
+    script = [pod(0.1, "Pending", node=None), warning(5.0, "FailedScheduling", why)]
     rec, _ = run(base, tmp_path, script)
     assert verdict(rec)[1] == (
         "nothing after 30 s (timeouts.scheduled); pod rlinf-smoke-ppo-mlp-worker-0 Pending; "
-        "last warning: FailedMount: MountVolume.SetUp failed: timed out"
+        f"last warning: FailedScheduling: {why}"
     )
 
 
