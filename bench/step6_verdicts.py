@@ -1,6 +1,6 @@
 """Benchmark: how fast Step 6 goes red at the right check, against a timeout-based harness.
 
-    python bench/step6_verdicts.py [--features]
+    python bench/step6_verdicts.py [--features] [--storage]
 
 For each deliberately broken Job of 首次运行问题排查 on the embedded local target, prints the
 time from the moment the Worker showed the fault (its log ended, or the Pod became

@@ -626,3 +626,49 @@ def test_the_next_run_removes_what_a_killed_run_left_and_says_so(
     assert marker_pids(uid) == [] and not scratch.exists()
     [swept] = fresh.swept
     assert re.fullmatch(rf"{scratch.name} \(\d+ processes\)", swept), swept
+
+
+def test_a_store_that_dies_while_6_5_waits_fails_6_5_with_the_cause(
+    s3_chain: Any, profile: Profile, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A private S3 server of the test services (built already for ``s3_chain``'s), killed
+    once the first signal was seen; the shared one is never touched."""
+    from rlark_acceptance.preflight.entry import preflight_profile
+    from rlark_acceptance.run.acceptance import submit_and_confirm
+
+    state = tmp_path / "s3-private"
+    env = {**os.environ, "RLARK_TESTENV_STATE": str(state)}
+    testenv = str(REPO / "testenv" / "testenv")
+    subprocess.run([testenv, "up", "s3"], env=env, check=True, capture_output=True)
+    try:
+        s3 = json.loads((state / "state.json").read_text())["s3"]
+        for key, value in {
+            "AWS_ACCESS_KEY_ID": s3["access_key"],
+            "AWS_SECRET_ACCESS_KEY": s3["secret_key"],
+            "AWS_REGION": s3["region"],
+            "AWS_ENDPOINT_URL_S3": s3["endpoint"],
+        }.items():
+            monkeypatch.setenv(key, value)
+        killed: list[float] = []
+
+        def kill_after_first_signal(p: Any) -> None:
+            if p.check == "6.4" and p.status == "passed":
+                os.kill(int(s3["pid"]), signal.SIGKILL)
+                killed.append(time.monotonic())
+
+        ad = open_adapter(profile, scratch_root=str(tmp_path / "pods"))
+        try:
+            rec = submit_and_confirm(
+                ad, profile, preflight_profile(PROFILE), on_phase=kill_after_first_signal
+            )
+            red = time.monotonic()
+        finally:
+            ad.close()
+    finally:
+        subprocess.run([testenv, "down", "s3"], env=env, capture_output=True)
+    first = rec.earliest_failure
+    assert killed and first is not None, rec.phases
+    assert first.check == "6.5" and red - killed[0] < 15, (first, red - killed[0])
+    assert "could not be read while the Worker ran" in first.message
+    assert "EndpointConnectionError" in first.message and "after 4 attempts" in first.message
+    assert "timeouts.output" not in first.message

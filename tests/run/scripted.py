@@ -4,19 +4,26 @@
 log lines, Events, the end of the log, each at a second after submission) on a fake clock:
 waiting for the next happening advances the clock to it, and a wait that nothing ends
 advances it by the whole timeout, so a 30-minute deadline costs microseconds. The store is a
-real ``FileStore`` on a temporary directory.
+real ``FileStore`` on a temporary directory. Below it, the pieces Step 6's tests build their
+scripts from (a Pod that runs, a run script that started, a first signal) and ``run`` /
+``verdict`` to submit one and read its earliest failure.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from rlark_acceptance.adapters.base import Event, Happening, JobRef, PodStatus, SubmitRejected
 from rlark_acceptance.model.job import Job, Mount
-from rlark_acceptance.model.profile import NodeSpec
+from rlark_acceptance.model.profile import NodeSpec, Profile
+from rlark_acceptance.run.acceptance import manifest_of
+from rlark_acceptance.run.step6 import Progress, RunRecord, confirm_running
 from rlark_acceptance.storage import FileStore, Store
+from tests.storage.test_checkpoint import GOOD
 
 NODE = "local-node"
 POD = "rlinf-smoke-ppo-mlp-worker-0"
@@ -142,3 +149,89 @@ class ScriptedTarget:
 
     def close(self) -> None:
         pass
+
+
+# --- scripts and their verdicts ---------------------------------------------------------
+CKPT = "logs/smoke_ppo_mlp/checkpoints"  # /mnt/ckpt/logs/... under the "ckpt" mount
+SIGNAL = "Global Step:   1%|          | 1/100"
+CONFIG = {"cluster": {"num_nodes": 1, "component_placement": {"actor": "0-1"}}}
+# Timeouts of profiles/local.yaml: scheduled 30, rayHead 60, firstSignal 120, output 120.
+
+
+def running(at: float = 1.0) -> list[Step]:
+    return [pod(0.1, "Pending", node=None), pod(0.5, "Pending"), pod(at)]
+
+
+def started(at: float = 2.0) -> list[Step]:
+    """Up to the run script's first output: 6.2 and 6.3 pass."""
+    return [*running(), line(at - 0.5, RAY), line(at, "smoke workload starting")]
+
+
+def write_checkpoint(root: Path, step: int = 1) -> None:
+    path = root / CKPT / f"global_step_{step}" / "actor" / "model.safetensors"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(GOOD)
+
+
+def run(
+    base: tuple[Profile, Any],
+    tmp_path: Path,
+    script: list[Step],
+    *,
+    profile: Profile | None = None,
+    validated: dict[str, Any] | None = None,
+    progress: list[Progress] | None = None,
+    **target: Any,
+) -> tuple[RunRecord, ScriptedTarget]:
+    prof, job = base
+    t = ScriptedTarget(script, tmp_path / "store", **target)
+    (tmp_path / "store").mkdir(exist_ok=True)
+    rec = confirm_running(
+        t,  # type: ignore[arg-type]
+        job,
+        manifest_of(job),
+        profile or prof,
+        validated_config=validated,
+        on_progress=progress.append if progress is not None else None,
+        clock=t.clock,
+    )
+    return rec, t
+
+
+def verdict(rec: RunRecord) -> tuple[str, str, float]:
+    first = rec.earliest_failure
+    assert first is not None, {c: (p.status, p.message) for c, p in rec.phases.items()}
+    assert first.at is not None
+    return first.check, first.message, first.at
+
+
+def statuses(rec: RunRecord) -> dict[str, str]:
+    return {c: p.status for c, p in rec.phases.items()}
+
+
+# --- the happy path ---------------------------------------------------------------------
+
+
+def happy_script(root: Path) -> list[Step]:
+    return [
+        *started(),
+        *lines(2.1, *json.dumps(CONFIG, indent=2).splitlines()),
+        line(3.0, SIGNAL),
+        call(4.0, lambda: write_checkpoint(root)),
+        end(5.0),
+        pod(5.1, "Succeeded", exit_code=0, reason="Completed"),
+    ]
+
+
+def signalled() -> list[Step]:
+    return [*started(), line(3.0, SIGNAL)]
+
+
+TERMINAL: dict[str, dict[str, Any]] = {
+    "Failed": {"phase": "Failed", "reason": "Error", "exit_code": 1},
+    "Succeeded": {"phase": "Succeeded", "reason": "Completed", "exit_code": 0},
+    "terminated container": {"phase": "Running", "reason": "Error", "exit_code": 137},
+    "CrashLoopBackOff": {"phase": "Running", "reason": "CrashLoopBackOff", "restarts": 3},
+    "CreateContainerConfigError": {"phase": "Pending", "reason": "CreateContainerConfigError"},
+    "ErrImagePull": {"phase": "Pending", "reason": "ErrImagePull"},
+}

@@ -26,6 +26,9 @@ def test_a_tick_names_the_phase_its_time_the_pod_and_the_latest_line() -> None:
         "Step 6 waits for 6.4 (firstSignal) 12/120 s · pod w-0 Running · Global Step: 3%|"
     )
     assert render(tick(line=None)).endswith("· (no log line yet)")
+    assert render(tick(line="2026-12-01 04:28:50,893\tINFO  x")).endswith(
+        "· 2026-12-01 04:28:50,893 INFO x"
+    )
     assert len(render(tick(line="x" * 500), width=80)) == 80
 
 

@@ -14,104 +14,27 @@ from typing import Any
 
 import pytest
 
-from rlark_acceptance.model.profile import Profile, load_profile
-from rlark_acceptance.preflight.entry import preflight_profile
-from rlark_acceptance.run.acceptance import manifest_of
-from rlark_acceptance.run.step6 import Progress, RunRecord, confirm_running
+from rlark_acceptance.run.step6 import Progress
 from rlark_acceptance.run.step6.run import SETTLE_SECONDS, TAIL_GRACE_SECONDS
-from rlark_acceptance.storage import FileStore, StoreUnavailable
 from tests.run.scripted import (
+    CONFIG,
     NODE,
     RAY,
-    ScriptedTarget,
+    SIGNAL,
+    TERMINAL,
     Step,
-    call,
     end,
+    happy_script,
     line,
     lines,
     pod,
+    run,
+    running,
+    started,
+    statuses,
+    verdict,
     warning,
 )
-from tests.storage.test_checkpoint import GOOD
-
-ROOT = Path(__file__).resolve().parents[2]
-CKPT = "logs/smoke_ppo_mlp/checkpoints"  # /mnt/ckpt/logs/... under the "ckpt" mount
-SIGNAL = "Global Step:   1%|          | 1/100"
-CONFIG = {"cluster": {"num_nodes": 1, "component_placement": {"actor": "0-1"}}}
-# Timeouts of profiles/local.yaml: scheduled 30, rayHead 60, firstSignal 120, output 120.
-
-
-@pytest.fixture(scope="module")
-def base() -> tuple[Profile, Any]:
-    path = ROOT / "profiles" / "local.yaml"
-    pre = preflight_profile(path)
-    assert pre.job is not None
-    return load_profile(path), pre.job
-
-
-def running(at: float = 1.0) -> list[Step]:
-    return [pod(0.1, "Pending", node=None), pod(0.5, "Pending"), pod(at)]
-
-
-def started(at: float = 2.0) -> list[Step]:
-    """Up to the run script's first output: 6.2 and 6.3 pass."""
-    return [*running(), line(at - 0.5, RAY), line(at, "smoke workload starting")]
-
-
-def write_checkpoint(root: Path, step: int = 1) -> None:
-    path = root / CKPT / f"global_step_{step}" / "actor" / "model.safetensors"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(GOOD)
-
-
-def run(
-    base: tuple[Profile, Any],
-    tmp_path: Path,
-    script: list[Step],
-    *,
-    profile: Profile | None = None,
-    validated: dict[str, Any] | None = None,
-    progress: list[Progress] | None = None,
-    **target: Any,
-) -> tuple[RunRecord, ScriptedTarget]:
-    prof, job = base
-    t = ScriptedTarget(script, tmp_path / "store", **target)
-    (tmp_path / "store").mkdir(exist_ok=True)
-    rec = confirm_running(
-        t,  # type: ignore[arg-type]
-        job,
-        manifest_of(job),
-        profile or prof,
-        validated_config=validated,
-        on_progress=progress.append if progress is not None else None,
-        clock=t.clock,
-    )
-    return rec, t
-
-
-def verdict(rec: RunRecord) -> tuple[str, str, float]:
-    first = rec.earliest_failure
-    assert first is not None, {c: (p.status, p.message) for c, p in rec.phases.items()}
-    assert first.at is not None
-    return first.check, first.message, first.at
-
-
-def statuses(rec: RunRecord) -> dict[str, str]:
-    return {c: p.status for c, p in rec.phases.items()}
-
-
-# --- the happy path ---------------------------------------------------------------------
-
-
-def happy_script(root: Path) -> list[Step]:
-    return [
-        *started(),
-        *lines(2.1, *json.dumps(CONFIG, indent=2).splitlines()),
-        line(3.0, SIGNAL),
-        call(4.0, lambda: write_checkpoint(root)),
-        end(5.0),
-        pod(5.1, "Succeeded", exit_code=0, reason="Completed"),
-    ]
 
 
 def test_every_phase_passes_in_order(base: Any, tmp_path: Path) -> None:
@@ -272,28 +195,28 @@ def test_a_volume_that_does_not_mount_fails_the_workers_start_naming_the_store(
     )
 
 
+def test_a_bound_pod_whose_volume_keeps_failing_to_mount_is_6_3s(base: Any, tmp_path: Path) -> None:
+    why = 'MountVolume.SetUp failed for volume "ckpt" : rpc error: bucket rlinf-ckpt unreachable'
+    script = [pod(0.1, "Pending"), warning(0.5, "FailedMount", why)]
+    rec, _ = run(base, tmp_path, script)
+    assert rec.status("6.2") == "passed"
+    check, message, at = verdict(rec)
+    assert (check, at) == ("6.3", pytest.approx(60.5))
+    assert message.endswith(f"; last warning: FailedMount: {why}")
+
+
 def test_a_timeout_names_the_latest_warning(base: Any, tmp_path: Path) -> None:
-    script = [
-        pod(0.1, "Pending"),
-        warning(5.0, "FailedMount", "MountVolume.SetUp failed: timed out"),
-    ]
+    why = "0/3 nodes are available: waiting for ephemeral volume controller"
+    script = [pod(0.1, "Pending", node=None), warning(5.0, "FailedScheduling", why)]
     rec, _ = run(base, tmp_path, script)
     assert verdict(rec)[1] == (
         "nothing after 30 s (timeouts.scheduled); pod rlinf-smoke-ppo-mlp-worker-0 Pending; "
-        "last warning: FailedMount: MountVolume.SetUp failed: timed out"
+        f"last warning: FailedScheduling: {why}"
     )
 
 
 # --- terminal Pod states end the phase waited for, whatever the log stream does ----------
 
-TERMINAL: dict[str, dict[str, Any]] = {
-    "Failed": {"phase": "Failed", "reason": "Error", "exit_code": 1},
-    "Succeeded": {"phase": "Succeeded", "reason": "Completed", "exit_code": 0},
-    "terminated container": {"phase": "Running", "reason": "Error", "exit_code": 137},
-    "CrashLoopBackOff": {"phase": "Running", "reason": "CrashLoopBackOff", "restarts": 3},
-    "CreateContainerConfigError": {"phase": "Pending", "reason": "CreateContainerConfigError"},
-    "ErrImagePull": {"phase": "Pending", "reason": "ErrImagePull"},
-}
 WAITING = {"6.2": [pod(0.1, "Pending", node=None)], "6.3": running(), "6.4": started()}
 # Which check the state fails while each phase waits: a Pod that ran on its node, or whose
 # container could not be created there, has passed 6.2; the Worker's start is 6.3's.
@@ -446,88 +369,6 @@ def test_6_4_times_out_after_first_signal_seconds(base: Any, tmp_path: Path) -> 
     assert message.startswith("nothing after 120 s (timeouts.firstSignal)")
 
 
-# --- 6.5 --------------------------------------------------------------------------------
-
-
-def signalled() -> list[Step]:
-    return [*started(), line(3.0, SIGNAL)]
-
-
-def test_a_worker_that_ends_without_a_checkpoint_fails_6_5(base: Any, tmp_path: Path) -> None:
-    script = [*signalled(), end(6.0), pod(6.1, "Succeeded", exit_code=0, reason="Completed")]
-    rec, _ = run(base, tmp_path, script)
-    check, message, at = verdict(rec)
-    assert check == "6.5" and at == pytest.approx(6.1)
-    assert message.startswith(
-        f"the Worker ended and file://{tmp_path / 'store'}/{CKPT} holds no intact checkpoint: "
-    )
-    assert rec.fault_at == pytest.approx(6.1)
-
-
-def test_a_checkpoint_from_before_the_submission_does_not_count(base: Any, tmp_path: Path) -> None:
-    write_checkpoint(tmp_path / "store", step=5)
-    script = [*signalled(), end(6.0), pod(6.1, "Succeeded", exit_code=0, reason="Completed")]
-    rec, _ = run(base, tmp_path, script)
-    assert verdict(rec)[0] == "6.5"
-    assert rec.checkpoint is not None and rec.checkpoint.stale == 1
-
-
-def test_6_5_times_out_while_the_worker_keeps_running(base: Any, tmp_path: Path) -> None:
-    rec, _ = run(base, tmp_path, signalled())
-    check, message, at = verdict(rec)
-    assert check == "6.5" and 123.0 <= at <= 124.0
-    assert f"after 120 s (timeouts.output): file://{tmp_path / 'store'}/{CKPT}: " in message
-
-
-class Unanswering(FileStore):
-    """A real directory store that stops answering when told to, as a dead S3 server does."""
-
-    down = False
-
-    def list(self, prefix: str = "") -> Any:
-        if self.down:
-            raise StoreUnavailable(
-                "EndpointConnectionError", prefix, "Could not connect (after 4 attempts)"
-            )
-        return super().list(prefix)
-
-
-def test_a_store_that_stops_answering_fails_6_5_with_the_cause(base: Any, tmp_path: Path) -> None:
-    store = Unanswering(tmp_path / "store")
-    script = [*signalled(), call(10.0, lambda: setattr(store, "down", True))]
-    rec, _ = run(base, tmp_path, script, store=store)
-    check, message, at = verdict(rec)
-    assert check == "6.5" and at < 12.0
-    assert message == (
-        f"file://{tmp_path / 'store'}/{CKPT} could not be read while the Worker ran: "
-        f"{CKPT}/: EndpointConnectionError: Could not connect (after 4 attempts)"
-    )
-
-
-def test_a_listing_that_failed_before_submission_is_not_an_empty_one(
-    base: Any, tmp_path: Path
-) -> None:
-    store = Unanswering(tmp_path / "store")
-    store.down = True
-    write_checkpoint(tmp_path / "store")
-    script = [*signalled(), call(4.0, lambda: setattr(store, "down", False)), end(6.0)]
-    rec, _ = run(base, tmp_path, script, store=store)
-    check, message, _ = verdict(rec)
-    assert check == "6.5" and rec.checkpoint is None
-    assert "could not be listed before submission" in message
-    assert message.endswith("EndpointConnectionError: Could not connect (after 4 attempts)")
-
-
-def test_a_location_under_no_mount_fails_6_5(base: Any, tmp_path: Path) -> None:
-    prof, job = base
-    outside = replace(prof, run_info=replace(prof.run_info, expected_output="/workspace/results"))
-    rec, _ = run((outside, job), tmp_path, [*signalled(), end(4.0)])
-    assert verdict(rec)[:2] == (
-        "6.5",
-        "/workspace/results lies under no mount: nothing there persists",
-    )
-
-
 # --- progress ---------------------------------------------------------------------------
 
 
@@ -546,52 +387,3 @@ def test_a_waiting_phase_reports_progress_every_second(base: Any, tmp_path: Path
     assert all(p.timeout == {"6.2": 30, "6.3": 60, "6.4": 120, "6.5": 120}[p.check] for p in ticks)
     assert ticks[0].pod.startswith("pod rlinf-smoke-ppo-mlp-worker-0")
     assert NODE  # the scripted Pod's node is the profile's expected node
-
-
-# --- what the run leaves at the persistent location -------------------------------------
-
-
-def keeping(base: tuple[Profile, Any], value: object) -> tuple[Profile, Any]:
-    prof, job = base
-    return replace(prof, target=replace(prof.target, options={"keepOutputs": value})), job
-
-
-def stored(root: Path) -> list[str]:
-    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
-
-
-def test_a_passing_run_removes_what_it_wrote_and_only_that(base: Any, tmp_path: Path) -> None:
-    root = tmp_path / "store"
-    (root / "logs" / "earlier").mkdir(parents=True)
-    (root / "logs" / "earlier" / "events.out").write_bytes(b"an earlier run's")
-    rec, _ = run(base, tmp_path, happy_script(root), validated=CONFIG)
-    assert rec.passed and rec.outputs_removed == 1 and rec.outputs_kept is None
-    assert stored(root) == ["logs/earlier/events.out"]
-
-
-def test_a_failing_run_keeps_its_outputs_and_names_them(base: Any, tmp_path: Path) -> None:
-    root = tmp_path / "store"
-    rec, _ = run(base, tmp_path, happy_script(root), validated={"cluster": {"num_nodes": 2}})
-    assert rec.earliest_failure is not None and rec.earliest_failure.check == "1.2"
-    assert rec.outputs_kept == f"file://{root}/logs (1 objects written by this run)"
-    assert stored(root) == [f"{CKPT}/global_step_1/actor/model.safetensors"]
-
-
-@pytest.mark.parametrize(("policy", "left"), [("always", 1), ("never", 0)])
-def test_the_profile_decides_what_stays(base: Any, tmp_path: Path, policy: str, left: int) -> None:
-    root = tmp_path / "store"
-    failing = {"cluster": {"num_nodes": 2}}
-    rec, _ = run(keeping(base, policy), tmp_path, happy_script(root), validated=failing)
-    assert len(stored(root)) == left and (rec.outputs_kept is not None) == bool(left)
-    assert rec.outputs_removed == 1 - left
-
-
-def test_an_unknown_keep_outputs_value_names_the_profile_line(base: Any, tmp_path: Path) -> None:
-    from rlark_acceptance.model.errors import InputError
-
-    with pytest.raises(InputError) as e:
-        run(keeping(base, "sometimes"), tmp_path, [])
-    assert "target.keepOutputs must be one of onFailure, always, never, not 'sometimes'" in str(
-        e.value
-    )
-    assert "local.yaml" in str(e.value)

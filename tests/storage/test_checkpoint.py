@@ -485,3 +485,14 @@ def test_tensorboardx_written_events_pass(tmp_path: Path) -> None:
     report = verify_event_files(FileStore(tmp_path), "tb")
     assert report.ok, report.problems
     assert sum(report.files.values()) >= 4
+
+
+def test_filestore_delete_removes_the_files_and_the_folders_left_empty(tmp_path: Path) -> None:
+    for rel in ("run/a/1.bin", "run/a/2.bin", "run/b/1.bin", "other/keep.bin"):
+        put(tmp_path, rel, b"x")
+    store = FileStore(tmp_path)
+    store.delete(["run/a/1.bin", "run/b/1.bin", "run/never.bin"])
+    assert [o.key for o in store.list()] == ["other/keep.bin", "run/a/2.bin"]
+    assert not (tmp_path / "run" / "b").exists() and tmp_path.is_dir()
+    with pytest.raises(StoreError):
+        store.delete(["../outside"])

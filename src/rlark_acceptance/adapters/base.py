@@ -7,7 +7,10 @@ entry-point group ``rlark_acceptance.adapters``: ``factory(profile) -> Adapter``
 
 Observation is event-driven: an adapter pushes what happens (Pod changes, log lines,
 Events) into one stream, and the Step 6 observer waits on that stream under a deadline
-per phase, so a terminal state is seen the moment it happens.
+per phase, so a terminal state is seen the moment it happens. A Pod that is terminal, has a
+terminated container or is stuck for one of ``FATAL_REASONS`` ends the phase waited for
+whether or not the adapter ever calls ``end()`` (log lines still in flight get a second);
+``end()`` alone, a log stream that was cut, waits a few seconds for the Pod's final status.
 """
 
 from __future__ import annotations

@@ -53,14 +53,15 @@ def probe(bucket: str, prefix: str | None) -> None:
     What kubelet's volume set-up would find out: s3fs itself mounts an endpoint that refuses
     connections and only fails the Worker's first write, much later.
     """
-    from rlark_acceptance.storage.store import S3Store, StoreError
+    from rlark_acceptance.storage.store import S3Store, StoreError, StoreUnavailable
 
     store = S3Store(client(), bucket, prefix or "", page_size=1)
     try:
         store.list("")
     except StoreError as exc:
+        how = "does not answer" if isinstance(exc, StoreUnavailable) else "refuses the listing"
         raise StoreUnreachable(
-            f"{store.describe()} at {store.endpoint} does not answer: {exc.code}: {exc.detail}"
+            f"{store.describe()} at {store.endpoint} {how}: {exc.code}: {exc.detail}"
         ) from None
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rlark_acceptance.adapters.base import Adapter
 from rlark_acceptance.model.job import Job
@@ -19,6 +19,9 @@ from rlark_acceptance.run.step6.record import PHASES, PhaseResult, RunRecord
 from rlark_acceptance.run.step6.run import PhaseFailed, Progress, Step6Run
 from rlark_acceptance.run.step6.scheduled import Scheduled
 
+if TYPE_CHECKING:
+    from rlark_acceptance.run.acceptance import AcceptanceRun
+
 
 class Interrupted(KeyboardInterrupt):
     """SIGINT / SIGTERM ended Step 6 (what was submitted is removed); carries the record."""
@@ -26,7 +29,7 @@ class Interrupted(KeyboardInterrupt):
     def __init__(self, record: RunRecord) -> None:
         super().__init__("the acceptance run was interrupted")
         self.record = record
-        self.run: Any = None  # the AcceptanceRun, once the caller knows its pre-flight
+        self.run: AcceptanceRun | None = None  # set by ``accept``, which has the pre-flight
 
 
 def confirm_running(

@@ -1,7 +1,8 @@
 """6.2 一个 Worker 对应的实际 Pod,位于预期 Node: exactly one Pod, on the expected node.
 
 Advanced by the Pod leaving Pending on a node (running, or already finished), or by a Pod
-bound to its node whose container could not be created (that is the Worker's start, 6.3).
+bound to its node whose container could not be created or whose volumes do not mount (a
+FailedMount Event): that is the Worker's start, 6.3.
 Failed at once by Unschedulable, an image that cannot be pulled, CrashLoopBackOff, a second
 Pod, another node; by the deadline ``timeouts.scheduled`` otherwise.
 """
@@ -29,7 +30,10 @@ class Scheduled:
         pod = run.pod
         if pod is None:
             return None
-        placed = bool(pod.node) and pod.reason in CONTAINER_START_FAILURES
+        # Bound to its node, but its volumes or container cannot be set up there: that is the
+        # Worker's start (6.3). Kubernetes keeps such a Pod Pending and says so in Events.
+        mount_failed = run.warning is not None and run.warning.reason == "FailedMount"
+        placed = bool(pod.node) and (pod.reason in CONTAINER_START_FAILURES or mount_failed)
         if pod.reason in FATAL_REASONS and not placed:
             return (
                 "failed",

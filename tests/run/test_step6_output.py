@@ -1,0 +1,164 @@
+"""6.5 and what a run leaves at the persistent location, on the scripted target.
+
+A real ``FileStore`` on a temporary directory plays the persistent location; the Worker's
+writes are scripted as calls at given seconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rlark_acceptance.model.profile import Profile
+from rlark_acceptance.storage import FileStore, StoreUnavailable
+from tests.run.scripted import (
+    CKPT,
+    CONFIG,
+    TERMINAL,
+    call,
+    end,
+    happy_script,
+    pod,
+    run,
+    signalled,
+    verdict,
+    write_checkpoint,
+)
+
+# --- 6.5 --------------------------------------------------------------------------------
+
+
+def test_a_worker_that_ends_without_a_checkpoint_fails_6_5(base: Any, tmp_path: Path) -> None:
+    script = [*signalled(), end(6.0), pod(6.1, "Succeeded", exit_code=0, reason="Completed")]
+    rec, _ = run(base, tmp_path, script)
+    check, message, at = verdict(rec)
+    assert check == "6.5" and at == pytest.approx(6.1)
+    assert message.startswith(
+        f"the Worker ended and file://{tmp_path / 'store'}/{CKPT} holds no intact checkpoint: "
+    )
+    assert rec.fault_at == pytest.approx(6.1)
+
+
+@pytest.mark.parametrize("state", TERMINAL)
+def test_a_terminal_pod_ends_6_5_at_its_last_listing(base: Any, tmp_path: Path, state: str) -> None:
+    rec, _ = run(base, tmp_path, [*signalled(), pod(6.0, **TERMINAL[state])])
+    check, message, at = verdict(rec)
+    assert (check, at) == ("6.5", pytest.approx(6.0))
+    assert message.startswith("the Worker ended and ")
+    assert rec.fault_at == pytest.approx(6.0)
+
+
+def test_a_checkpoint_from_before_the_submission_does_not_count(base: Any, tmp_path: Path) -> None:
+    write_checkpoint(tmp_path / "store", step=5)
+    script = [*signalled(), end(6.0), pod(6.1, "Succeeded", exit_code=0, reason="Completed")]
+    rec, _ = run(base, tmp_path, script)
+    assert verdict(rec)[0] == "6.5"
+    assert rec.checkpoint is not None and rec.checkpoint.stale == 1
+
+
+def test_6_5_times_out_while_the_worker_keeps_running(base: Any, tmp_path: Path) -> None:
+    rec, _ = run(base, tmp_path, signalled())
+    check, message, at = verdict(rec)
+    assert check == "6.5" and 123.0 <= at <= 124.0
+    assert f"after 120 s (timeouts.output): file://{tmp_path / 'store'}/{CKPT}: " in message
+
+
+class Unanswering(FileStore):
+    """A real directory store that stops answering when told to, as a dead S3 server does."""
+
+    down = False
+
+    def list(self, prefix: str = "") -> Any:
+        if self.down:
+            raise StoreUnavailable(
+                "EndpointConnectionError", prefix, "Could not connect (after 4 attempts)"
+            )
+        return super().list(prefix)
+
+
+def test_a_store_that_stops_answering_fails_6_5_with_the_cause(base: Any, tmp_path: Path) -> None:
+    store = Unanswering(tmp_path / "store")
+    script = [*signalled(), call(10.0, lambda: setattr(store, "down", True))]
+    rec, _ = run(base, tmp_path, script, store=store)
+    check, message, at = verdict(rec)
+    assert check == "6.5" and at < 12.0
+    assert message == (
+        f"file://{tmp_path / 'store'}/{CKPT} could not be read while the Worker ran: "
+        f"{CKPT}/: EndpointConnectionError: Could not connect (after 4 attempts)"
+    )
+
+
+def test_a_listing_that_failed_before_submission_is_not_an_empty_one(
+    base: Any, tmp_path: Path
+) -> None:
+    store = Unanswering(tmp_path / "store")
+    store.down = True
+    write_checkpoint(tmp_path / "store")
+    script = [*signalled(), call(4.0, lambda: setattr(store, "down", False)), end(6.0)]
+    rec, _ = run(base, tmp_path, script, store=store)
+    check, message, _ = verdict(rec)
+    assert check == "6.5" and rec.checkpoint is None
+    assert "could not be listed before submission" in message
+    assert message.endswith("EndpointConnectionError: Could not connect (after 4 attempts)")
+
+
+def test_a_location_under_no_mount_fails_6_5(base: Any, tmp_path: Path) -> None:
+    prof, job = base
+    outside = replace(prof, run_info=replace(prof.run_info, expected_output="/workspace/results"))
+    rec, _ = run((outside, job), tmp_path, [*signalled(), end(4.0)])
+    assert verdict(rec)[:2] == (
+        "6.5",
+        "/workspace/results lies under no mount: nothing there persists",
+    )
+
+
+# --- what the run leaves at the persistent location -------------------------------------
+
+
+def keeping(base: tuple[Profile, Any], value: object) -> tuple[Profile, Any]:
+    prof, job = base
+    return replace(prof, target=replace(prof.target, options={"keepOutputs": value})), job
+
+
+def stored(root: Path) -> list[str]:
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+
+
+def test_a_passing_run_removes_what_it_wrote_and_only_that(base: Any, tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    (root / "logs" / "earlier").mkdir(parents=True)
+    (root / "logs" / "earlier" / "events.out").write_bytes(b"an earlier run's")
+    rec, _ = run(base, tmp_path, happy_script(root), validated=CONFIG)
+    assert rec.passed and rec.outputs_removed == 1 and rec.outputs_kept is None
+    assert stored(root) == ["logs/earlier/events.out"]
+
+
+def test_a_failing_run_keeps_its_outputs_and_names_them(base: Any, tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    rec, _ = run(base, tmp_path, happy_script(root), validated={"cluster": {"num_nodes": 2}})
+    assert rec.earliest_failure is not None and rec.earliest_failure.check == "1.2"
+    assert rec.outputs_kept == f"file://{root}/logs (1 objects written by this run)"
+    assert stored(root) == [f"{CKPT}/global_step_1/actor/model.safetensors"]
+
+
+@pytest.mark.parametrize(("policy", "left"), [("always", 1), ("never", 0)])
+def test_the_profile_decides_what_stays(base: Any, tmp_path: Path, policy: str, left: int) -> None:
+    root = tmp_path / "store"
+    failing = {"cluster": {"num_nodes": 2}}
+    rec, _ = run(keeping(base, policy), tmp_path, happy_script(root), validated=failing)
+    assert len(stored(root)) == left and (rec.outputs_kept is not None) == bool(left)
+    assert rec.outputs_removed == 1 - left
+
+
+def test_an_unknown_keep_outputs_value_names_the_profile_line(base: Any, tmp_path: Path) -> None:
+    from rlark_acceptance.model.errors import InputError
+
+    with pytest.raises(InputError) as e:
+        run(keeping(base, "sometimes"), tmp_path, [])
+    assert "target.keepOutputs must be one of onFailure, always, never, not 'sometimes'" in str(
+        e.value
+    )
+    assert "local.yaml" in str(e.value)
