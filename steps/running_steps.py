@@ -43,7 +43,7 @@ def accepted_run(
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """The shared submission is set up before the first Step 6 scenario starts, so the
     scenario's own time and steps show only what it checks (the run's evidence is global)."""
-    from rlark_acceptance.run.record import SELF_CHECK_TAGS
+    from rlark_acceptance.run.report import SELF_CHECK_TAGS
 
     names = {m.name for m in item.iter_markers()}
     request = getattr(item, "_request", None)

@@ -22,7 +22,7 @@ from rlark_acceptance.run.evidence import (
     job_yaml,
     pods_and_events_json,
 )
-from rlark_acceptance.run.record import RunReport
+from rlark_acceptance.run.report import RunReport
 
 _TYPES = {
     "yaml": allure.attachment_type.YAML,

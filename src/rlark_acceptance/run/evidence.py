@@ -15,7 +15,7 @@ from rlark_acceptance.model.doc_checks import earliest
 from rlark_acceptance.model.findings import Severity
 from rlark_acceptance.preflight.entry import PreflightResult, sorted_findings
 from rlark_acceptance.run.acceptance import AcceptanceRun, manifest_of
-from rlark_acceptance.run.record import CheckResult
+from rlark_acceptance.run.report import CheckResult
 
 NOT_REACHED = "not reached"  # how a step says its check was never reached (a skip reason)
 

@@ -1,6 +1,6 @@
 """Writers of the run record: ``run-summary.json``, JUnit properties and Allure metadata.
 
-Each format is a function of the model (``run/record.py``); adding a format touches only
+Each format is a function of the model (``run/report.py``); adding a format touches only
 this module. Every string that leaves the process goes through the one redaction
 (``preflight.secrets.redact``) plus the values of secret-named environment variables.
 """
@@ -16,7 +16,7 @@ from typing import Any
 
 from rlark_acceptance.model.doc_checks import BY_ID, CHECKS, earliest, remedy
 from rlark_acceptance.preflight.secrets import redact
-from rlark_acceptance.run.record import Kind, RunReport
+from rlark_acceptance.run.report import Kind, RunReport
 
 PAGE = "在单个 GPU 节点上运行 RLinf"
 SUMMARY_FILE = "run-summary.json"

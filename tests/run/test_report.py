@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rlark_acceptance.model.doc_checks import CHECKS, remedy
 from rlark_acceptance.run import report_writers as writers
-from rlark_acceptance.run.record import CheckResult, RunReport, ScenarioRecord, kind_of
+from rlark_acceptance.run.report import CheckResult, RunReport, ScenarioRecord, kind_of
 
 
 def _scenario(report: RunReport, name: str, checks: list[str], *, tags: tuple[str, ...] = ()):
