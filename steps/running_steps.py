@@ -128,6 +128,9 @@ def readable_after_delete(run: AcceptanceRun) -> None:
 
 @when("the Job is submitted despite the pre-flight", target_fixture="fault_run")
 def submit_broken(workspace: Workspace, adapter: Any) -> AcceptanceRun:
+    # A deliberately broken Job is meant to fail: what it wrote explains nothing about the
+    # profile, so it does not pile up in the site's bucket run after run.
+    workspace.profile.setdefault("target", {})["keepOutputs"] = "never"
     path = workspace.write()
     pre = preflight_profile(path)
     record = submit_and_confirm(adapter, load_profile(path), pre)

@@ -249,6 +249,9 @@ def test_the_whole_suite_on_a_profile_whose_first_signal_never_appears(tmp_path:
     first = assert_red_at(run, "6.4")
     assert first["scenario"] == STEP6_SCENARIOS["6.4"]
     assert run.summary["notReached"] == ["6.5"]
+    # A red run keeps what it wrote, and the record says where.
+    kept = run.summary["outputs"]["kept"]
+    assert kept and kept.startswith("s3://"), run.summary["outputs"]
     failed = [c for c, s in run.summary["checks"].items() if s == "failed"]
     assert failed == ["6.4"], run.summary["checks"]
     self_checks = run.summary["selfChecks"]
@@ -272,6 +275,8 @@ def test_a_green_run_passes_every_check(tmp_path: Path) -> None:
     assert s["notReached"] == [] and s["interrupted"] is False
     assert {"submit", "scheduled", "rayHead", "firstSignal", "output"} <= set(s["durations"])
     assert s["outputs"]["checkpoint"] and s["outputs"]["steps"], s.get("outputs")
+    # A green run's outputs are removed from the persistent location (target.keepOutputs).
+    assert s["outputs"]["kept"] is None and s["outputs"]["removed"] > 0, s["outputs"]
     assert "verdict: passed" in run.output
     assert junit_case(run, "2.1", failed=False).get("classname", "").startswith("04 Step 2")
 
