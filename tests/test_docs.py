@@ -80,3 +80,32 @@ def test_checks_md_is_what_checkmap_writes() -> None:
     assert (ROOT / "docs" / "checks.md").read_text(encoding="utf-8") == checkmap.render(), (
         "docs/checks.md is stale: run docs/checkmap.py --write"
     )
+
+
+def test_run_summary_has_the_documented_keys() -> None:
+    from rlark_acceptance.run.report import CheckResult, RunReport, ScenarioRecord, kind_of
+
+    doc = documented("earliestFailure")
+    report = RunReport("profiles/local.yaml")
+    # The profile fails at a finding and a self-check fails with it: every key is present.
+    report.add(ScenarioRecord("a", "logs", "Step 4", ["4.5"], kind_of(()))).finish(
+        "failed",
+        step="Then check 4.5 passes",
+        message="check 4.5 is failed",
+        details=[CheckResult("4.5", "failed", "tensorboard-outside-mounts", "site/job.yaml:12")],
+    )
+    report.add(ScenarioRecord("b", "6.5 not reached", "Step 6", ["6.5"], kind_of(()))).finish(
+        "notReached", message="an earlier phase failed"
+    )
+    neg = ScenarioRecord("c", "no first signal", "troubleshooting", ["6.4"], kind_of(("negative",)))
+    report.add(neg).finish("failed", message="boom")
+    report.outputs = {"checkpoint": "s3://b/p", "steps": [2], "kept": "s3://b/p", "removed": 0}
+    report.error = "a usage error"
+    real = report.summary()
+    assert set(real) == set(doc)
+    assert set(real["earliestFailure"]) == set(doc["earliestFailure"])
+    assert set(real["selfChecks"]) == set(doc["selfChecks"])
+    assert set(real["selfChecks"]["inconclusive"][0]) == set(doc["selfChecks"]["inconclusive"][0])
+    assert set(real["outputs"]) == set(doc["outputs"])
+    statuses = {"passed", "failed", "skipped", "notReached"}
+    assert set(real["checks"].values()) <= statuses
