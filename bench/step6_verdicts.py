@@ -5,7 +5,7 @@
 For each deliberately broken Job of 首次运行问题排查 on the embedded local target, prints the
 time from the moment the Worker showed the fault (its log ended, or the Pod became
 unschedulable) to the red verdict, and the ratio of the timeout a harness that simply waits
-for the signal would have spent (CONTRACT §2's default timeouts) to that time. Then the
+for the signal would have spent (docs/contract.md §2's default timeouts) to that time. Then the
 storage faults, against a private S3 server of the test services (its own state directory,
 so the shared one is never touched): an endpoint that refuses connections from the start,
 and the S3 server killed while 6.5 waits for the checkpoint (time from the kill to the red

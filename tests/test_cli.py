@@ -1,4 +1,4 @@
-"""The command line as CI pipelines use it: CONTRACT §3 shapes, exit statuses, bad input."""
+"""The command line as CI pipelines use it: docs/contract.md §3 shapes, exit statuses, bad input."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ EXAMPLES = ROOT / "tests" / "data" / "rlinf-configs" / "examples"
 PROFILE = ROOT / "profiles" / "local.yaml"
 
 
-# CONTRACT §3: the classification both `preflight --json` and `configs --json` carry.
+# docs/contract.md §3: the classification both `preflight --json` and `configs --json` carry.
 CLASSIFICATION = {
     "numNodes",
     "gpusRequired",
@@ -40,7 +40,7 @@ def test_preflight_json_follows_the_contract() -> None:
     out = cli("preflight", "--profile", str(PROFILE), "--json")
     assert out.returncode == 0, out.stdout + out.stderr
     data = json.loads(out.stdout)
-    # CONTRACT §3, plus the additive "coverage" (what was judged).
+    # docs/contract.md §3, plus the additive "coverage" (what was judged).
     assert set(data) == {"verdict", "rlinf", "findings", "coverage"}
     assert data["verdict"] == "pass"
     assert set(data["rlinf"]) == CLASSIFICATION | {"path", "logPath", "checkpointDir"}
@@ -70,7 +70,7 @@ def test_preflight_override_changes_the_effective_value() -> None:
 
 
 def test_the_contract_example_job_loses_its_checkpoints(tmp_path: Path) -> None:
-    """CONTRACT §1's Job runs run_embodiment.sh with an override it never forwards."""
+    """docs/contract.md §1's Job runs run_embodiment.sh with an override it never forwards."""
     job = tmp_path / "job.yaml"
     job.write_text(
         "apiVersion: rlark.io/v1alpha1\nkind: Job\nmetadata: {name: rlinf-maniskill-ppo}\n"

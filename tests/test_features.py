@@ -84,7 +84,7 @@ def _givens(doc: dict[str, Any], scenario: dict[str, Any]) -> list[str]:
 
 
 def test_only_scenarios_on_the_profile_as_it_is_lack_a_self_check_tag() -> None:
-    """The verdict comes from the untagged scenarios (CONTRACT §4): one that changes the
+    """The verdict comes from the untagged scenarios (docs/contract.md §4): one that changes the
     profile's copy without a self-check tag would let a deliberate mistake fail the profile."""
     from rlark_acceptance.run.report import SELF_CHECK_TAGS
 

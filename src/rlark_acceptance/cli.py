@@ -1,4 +1,4 @@
-"""``rlark-acceptance``: the pre-flight and the config audit (CONTRACT §3).
+"""``rlark-acceptance``: the pre-flight and the config audit (docs/contract.md §3).
 
 Exit status: 0 no error finding; 1 an error finding or a redirect; 2 the input could not be
 read (one line naming the file and line; never a traceback).
@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     pf = sub.add_parser("preflight", help="run every static check of §0–§5")
     src = pf.add_mutually_exclusive_group(required=True)
-    src.add_argument("--profile", help="an acceptance profile (CONTRACT §2)")
+    src.add_argument("--profile", help="an acceptance profile (docs/contract.md §2)")
     src.add_argument("--rlinf-config", help="a validated RLinf YAML")
     pf.add_argument("--job", help="the Job YAML exported from the console (with --rlinf-config)")
     pf.add_argument("--config-dir", help="Hydra search path for the config's defaults")
@@ -60,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="a node inventory for 3.2 / 5.7 (kubectl get nodes -o yaml, or a list)",
     )
-    pf.add_argument("--json", action="store_true", help="print CONTRACT §3 JSON")
+    pf.add_argument("--json", action="store_true", help="print docs/contract.md §3 JSON")
     cf = sub.add_parser("configs", help="audit RLinf configs (files or directories)")
     cf.add_argument("paths", nargs="+")
     cf.add_argument("--json", action="store_true")

@@ -118,7 +118,7 @@ def write_job(
     gpus: int = 1,
     mounts: list[dict[str, Any]] | None = None,
 ) -> tuple[Job, str]:
-    """A Job YAML of CONTRACT §1 in ``folder`` (relative hostPaths resolve against it)."""
+    """A Job YAML of docs/contract.md §1 in ``folder`` (relative hostPaths resolve against it)."""
     body = {
         "apiVersion": "rlark.io/v1alpha1",
         "kind": "Job",

@@ -1,4 +1,4 @@
-"""Tests for rlark_acceptance.preflight.secrets (DOC-CHECKS 3.6 / 5.8).
+"""Tests for rlark_acceptance.preflight.secrets (checks 3.6 / 5.8).
 
 Every fake secret is assembled at run time from pieces and random characters, so that no
 realistic secret literal sits in the repository (secret scanners on the repo would flag it).

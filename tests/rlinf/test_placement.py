@@ -292,7 +292,7 @@ def test_robot_and_node_ranks_are_not_gpus() -> None:
 def test_robot_with_all_is_not_gpus_all() -> None:
     summary = one({"node_group": "franka", "placement": "all"}, node_groups=[FRANKA_GROUP])
     assert summary.gpus_all is False
-    assert summary.gpus_required == 0  # CONTRACT §3: no component on a GPU
+    assert summary.gpus_required == 0  # docs/contract.md §3: no component on a GPU
     assert summary.real_robot is True
 
 

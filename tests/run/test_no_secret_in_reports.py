@@ -1,4 +1,4 @@
-"""No planted secret reaches any artefact of an acceptance run (DOC-CHECKS 3.6 / 5.8).
+"""No planted secret reaches any artefact of an acceptance run (checks 3.6 / 5.8).
 
 One fake secret of every kind the scanner knows is planted into a copy of the default profile
 (its Job's env, prepare script, run script, a URL, the image reference, a mount's options, the

@@ -1,4 +1,5 @@
-"""The run record's semantics (CONTRACT §4), on the model alone: what counts, what comes first."""
+"""The run record's semantics (docs/contract.md §4) on the model alone: what counts, what
+comes first."""
 
 from __future__ import annotations
 

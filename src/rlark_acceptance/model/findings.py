@@ -14,7 +14,7 @@ class Severity(enum.StrEnum):
 
 
 class Status(enum.StrEnum):
-    """A check's result in a pre-flight or a run (CONTRACT §4: passed | failed | skipped)."""
+    """A check's result in a pre-flight or a run (docs/contract.md §4)."""
 
     PASSED = "passed"
     FAILED = "failed"
@@ -22,7 +22,7 @@ class Status(enum.StrEnum):
 
 
 class Verdict(enum.StrEnum):
-    """The pre-flight's verdict (CONTRACT §3: pass | fail | redirect)."""
+    """The pre-flight's verdict (docs/contract.md §3: pass | fail | redirect)."""
 
     PASS = "pass"
     FAIL = "fail"
@@ -42,7 +42,7 @@ class Location:
 
 @dataclass(frozen=True)
 class Finding:
-    check: str  # a DOC-CHECKS ID such as "3.4"
+    check: str  # a check ID of docs/checks.md such as "3.4"
     severity: Severity
     code: str  # stable, kebab-case: "image-latest"
     message: str  # never contains a secret value

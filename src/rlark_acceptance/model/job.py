@@ -1,4 +1,4 @@
-"""The RLark Job YAML (CONTRACT §1) as the harness models it, read through one normaliser.
+"""The RLark Job YAML (docs/contract.md §1) as the harness models it, read through one normaliser.
 
 RLark's real schema is internal to the platform, so every consumer reads ``Job`` and never
 the raw YAML; a site whose console exports a different shape registers its own normaliser
@@ -138,7 +138,7 @@ def _str_or_none(v: Any) -> str | None:
 
 
 def normalise_contract_v1alpha1(doc: YamlDoc) -> Job:
-    """The shape of CONTRACT §1: ``apiVersion: rlark.io/v1alpha1``, ``kind: Job``."""
+    """The shape of docs/contract.md §1: ``apiVersion: rlark.io/v1alpha1``, ``kind: Job``."""
     data = doc.data if isinstance(doc.data, dict) else {}
     problems: list[ShapeProblem] = []
     raw_meta = data.get("metadata")
@@ -232,7 +232,7 @@ def _shape(
     shape: _Shape,
     problems: list[ShapeProblem],
 ) -> None:
-    """A problem for each field whose value is not of the form CONTRACT §1 gives it."""
+    """A problem for each field whose value is not of the form docs/contract.md §1 gives it."""
     for key, (check, types, what) in shape.items():
         if key not in data:
             continue
@@ -254,7 +254,7 @@ def _shape(
                 problems.append(
                     ShapeProblem(
                         "5.1",
-                        f"{key} {data[key]!r}: the console exports {key}: {want} (CONTRACT §1)",
+                        f"{key} {data[key]!r}: the console exports {key}: {want}",
                         doc.loc(key),
                     )
                 )
@@ -360,7 +360,7 @@ def render_job(
     env: list[dict[str, str]] | None = None,
     tensorboard_dir: str | None = None,
 ) -> str:
-    """The Job YAML the console would produce from the run info, as text (CONTRACT §1)."""
+    """The Job YAML the console would produce from the run info, as text (docs/contract.md §1)."""
     role: dict[str, Any] = {
         "name": "worker",
         "header": True,

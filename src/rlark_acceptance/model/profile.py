@@ -1,4 +1,4 @@
-"""The acceptance profile (CONTRACT §2): what to verify, and where.
+"""The acceptance profile (docs/contract.md §2): what to verify, and where.
 
 Relative paths in a profile are relative to the profile file. Secrets never live here:
 credentials come from the environment and the standard chains.

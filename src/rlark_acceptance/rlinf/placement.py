@@ -752,7 +752,7 @@ def summarize_cluster(cluster: Mapping[str, Any] | None) -> ClusterSummary:
     accel = [p for p in placements if p.resource_kind == "accelerator"]
     gpus_all = any(p.uses_all for p in accel)
     top = max((max(p.resource_ranks) for p in accel if p.resource_ranks), default=None)
-    # CONTRACT §3: no component on a GPU (only robots or the `node` group) needs 0 GPUs;
+    # docs/contract.md §3: no component on a GPU (only robots or the `node` group) needs 0 GPUs;
     # unknown (None) only when 'all' is used or a placement could not be read.
     gpus_required: int | None
     if gpus_all:

@@ -1,4 +1,4 @@
-"""The run record (CONTRACT §4): what one run of the features says about the profile.
+"""The run record (docs/contract.md §4): what one run of the features says about the profile.
 
 This is the report model; it knows nothing of pytest or of any output format. The pytest
 plugin (``fixtures/run_record.py``) fills it from the scenarios, the writers

@@ -1,6 +1,6 @@
 """The ``kubernetes`` target: RLark's Job custom resource on any cluster of a kubeconfig.
 
-- The Job YAML (CONTRACT §1) is created as is as a ``jobs.rlark.io/v1alpha1`` object in
+- The Job YAML (docs/contract.md §1) is created as is as a ``jobs.rlark.io/v1alpha1`` object in
   ``profile.target.namespace``; the API server's refusal (400 / 409 / 422) is
   ``SubmitRejected`` with its message. A manifest naming another namespace is refused by
   the API server too: nothing is silently moved.

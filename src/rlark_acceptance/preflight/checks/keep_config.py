@@ -22,7 +22,7 @@ def loaded_config_single_node(ctx: Context) -> Iterator[Finding]:
             yield warning("1.1", "config-unresolved", p.message, p.location)
     if ctx.job is None or ctx.job.worker is None:
         # With a worker role, 3.3 reports these against its GPU request; without one, a
-        # placement RLinf cannot parse must still fail the run (CONTRACT §3).
+        # placement RLinf cannot parse must still fail the run (docs/contract.md §3).
         for problem in r.cluster.problems:
             yield error(
                 "1.1",

@@ -1,4 +1,4 @@
-"""Secret scan for the strings and scripts of an RLark Job YAML (DOC-CHECKS 3.6 / 5.8).
+"""Secret scan for the strings and scripts of an RLark Job YAML (checks 3.6 / 5.8).
 
 Finds private keys, cloud / object-storage keys, well-known token formats, credentials in
 URLs and *literal* values of variables named like passwords, secrets, tokens or keys.
