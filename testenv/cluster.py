@@ -4,6 +4,10 @@ Real etcd, kube-apiserver, kube-controller-manager and kube-scheduler run as pla
 processes on loopback; kwok plays the kubelet of three simulated nodes (two GPU nodes,
 one CPU node), moves Pods through their phases with stages, and serves Pod logs and exec
 through its Logs / Exec resources.
+
+Over ~400 lines because the cluster's life cycle (configure, start, wait, restart a dead
+component, stop) reads as one sequence over the same kwokctl state; split, each part would
+need all of it.
 """
 
 from __future__ import annotations

@@ -3,6 +3,9 @@
 Every Worker here is a real local Pod (mount + PID namespaces, s3fs for object storage);
 the S3 server is testenv's (``-p fixtures.testenv``). Credentials reach the adapter only
 through the standard AWS environment variables, as in a real run.
+
+Over ~400 lines: every test drives the same real Worker and S3 fixtures, which are costly to
+set up and belong to this module.
 """
 
 from __future__ import annotations

@@ -3,6 +3,9 @@
 The head is this module's own: its own ports and ``--temp-dir``, started in a new process
 session and stopped by killing that process group, so other Ray instances on the machine
 (other engineers, other tests) are never touched. ``ray stop`` would kill them all.
+
+Over ~400 lines: the tests share one Ray head fixture that is costly to start, so they stay
+in the module that owns it.
 """
 
 from __future__ import annotations
