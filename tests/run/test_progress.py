@@ -30,6 +30,9 @@ def test_a_tick_names_the_phase_its_time_the_pod_and_the_latest_line() -> None:
         "· 2026-12-01 04:28:50,893 INFO x"
     )
     assert len(render(tick(line="x" * 500), width=80)) == 80
+    # Ray's coloured prefixes: the Worker's escape sequences never reach our terminal.
+    coloured = "\x1b[36m(pid=gcs_server)\x1b[0m started\x07"
+    assert render(tick(line=coloured)).endswith("· (pid=gcs_server) started")
 
 
 def test_the_latest_line_is_redacted() -> None:
