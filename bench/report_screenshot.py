@@ -5,7 +5,7 @@
 Generates the report with the documented command (``npx allure generate``, Allure 3 with
 ``allurerc.mjs``), serves it on 127.0.0.1, and saves two PNGs: the overview and the first
 failed check of the profile with its ``Job YAML`` attachment opened. Needs ``npm install``
-(package.json) and Debian's ``chromium`` (both installed by ``.ci/run``). The test
+(package.json) and Debian's ``chromium`` (both installed by ``./run tests``). The test
 ``tests/run/test_report_in_browser.py`` uses the same functions.
 """
 
