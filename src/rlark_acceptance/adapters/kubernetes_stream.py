@@ -240,6 +240,19 @@ def container_started(pod: Item) -> bool:
     return False
 
 
+def worker_over(pod: Item) -> bool:
+    """The Pod can run nothing more: phase Succeeded / Failed, or every container has
+    terminated and none will be restarted (restartPolicy Never)."""
+    status = pod.get("status") or {}
+    if status.get("phase") in ("Succeeded", "Failed"):
+        return True
+    statuses = status.get("containerStatuses") or []
+    never = (pod.get("spec") or {}).get("restartPolicy") == "Never"
+    return (
+        never and bool(statuses) and all("terminated" in (cs.get("state") or {}) for cs in statuses)
+    )
+
+
 def pod_status(pod: Item) -> PodStatus:
     """A Pod as ``kubectl get pod -o json`` shows it, reduced to what Step 6 reads."""
     meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}

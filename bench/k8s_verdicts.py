@@ -1,0 +1,398 @@
+"""Benchmark: fault → red and signal → green on the Kubernetes target (the real node), side by
+side with Kyverno Chainsaw in the two forms a Kubernetes engineer would write.
+
+    python bench/k8s_verdicts.py [--skip-natural]
+
+Needs `testenv/testenv up` (cluster with the real node, S3) and Chainsaw built by
+`testenv/testenv build chainsaw`.
+
+For every fault class the features inject on this target (a Worker the real scheduler
+cannot place, an image the real runtime cannot pull, a failing prepare script, a Worker
+that exits before its first signal), the same broken Job is run by:
+
+* **adapter**: the harness (`submit_and_confirm` on profiles/kubernetes.yaml, the harness's
+  ServiceAccount), red when the failing check is recorded;
+* **chainsaw natural**: the test a Kubernetes engineer writes first: apply the Job, assert
+  the Worker Pod Running on gpu-node-09, then wait for the signal in its log (5 min each);
+* **chainsaw expert**: the fail-fast form: a wait loop that lists every fault state by hand
+  and exits on it, then a log loop that exits on a terminal phase.
+
+"Fault → red" is measured from one neutral observer for all three: a watch of the Worker
+Pod by this script (the moment its status first shows the fault) to the red verdict (the
+harness's failing check, Chainsaw's exit). "Signal → green": the signal line read from the
+Pod's followed log by this script, to 6.4 passing / Chainsaw's exit. The natural form runs
+all its tests in parallel, since each waits out its timeout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "src")]
+
+from fixtures.workspace import Workspace  # noqa: E402
+from rlark_acceptance.acceptance_run import submit_and_confirm  # noqa: E402
+from rlark_acceptance.adapters import open_adapter  # noqa: E402
+from rlark_acceptance.preflight import preflight_profile  # noqa: E402
+from rlark_acceptance.profile import load_profile  # noqa: E402
+from testenv import build, cluster, state  # noqa: E402
+
+PROFILE = ROOT / "profiles" / "kubernetes.yaml"
+NODE = "gpu-node-09"
+SIGNAL = r"Global Step: +[0-9]+%\|"
+FAULT_WAITING = (
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "CrashLoopBackOff",
+    "CreateContainerConfigError",
+)
+
+Fault = Callable[[Workspace], None]
+FAULTS: list[tuple[str, str, Fault]] = [
+    ("unschedulable", "6.2", lambda ws: ws.role.update(nodeSelector={"rlark.io/pool": "gpu-a"})),
+    (
+        "ErrImagePull",
+        "6.2",
+        lambda ws: ws.role.update(image="registry.rlark.test/rlinf-smoke:0.0.0-missing"),
+    ),
+    (
+        "prepare script fails",
+        "6.3",
+        lambda ws: ws.role.update(prepareScript="export PYTHONUNBUFFERED=1\nexit 3\n"),
+    ),
+    (
+        "exits before first signal",
+        "6.4",
+        lambda ws: ws.set_run_script(
+            "cd /workspace/smoke && echo 'loading the model' && exit 1", also_start_command=True
+        ),
+    ),
+]
+
+
+# --- the neutral observer ---------------------------------------------------------------
+class Witness:
+    """Watches one Job's Worker Pod and log with the admin client; records when the fault
+    first shows and when the signal line is read."""
+
+    def __init__(self, job: str, namespace: str) -> None:
+        from kubernetes import client, config
+
+        cfg = client.Configuration()
+        config.load_kube_config(str(cluster.kubeconfig_path()), client_configuration=cfg)
+        self.core = client.CoreV1Api(client.ApiClient(cfg))
+        self.job, self.ns = job, namespace
+        self.fault_at: float | None = None
+        self.fault: str | None = None
+        self.signal_at: float | None = None
+        self.stop = threading.Event()
+        threading.Thread(target=self._pods, daemon=True).start()
+
+    def _pods(self) -> None:
+        import re
+
+        from kubernetes import watch
+
+        following = False
+        while not self.stop.is_set():
+            w = watch.Watch()
+            try:
+                for ev in w.stream(
+                    self.core.list_namespaced_pod,
+                    self.ns,
+                    label_selector=f"rlark.io/job-name={self.job}",
+                    timeout_seconds=5,
+                ):
+                    pod = ev["object"]
+                    if self.fault_at is None and (what := _fault(pod)):
+                        self.fault_at, self.fault = time.monotonic(), what
+                    cs = pod.status.container_statuses or []
+                    if not following and cs and (cs[0].state.running or cs[0].state.terminated):
+                        following = True
+                        pat = re.compile(SIGNAL)
+                        threading.Thread(
+                            target=self._log, args=(pod.metadata.name, pat), daemon=True
+                        ).start()
+                    if self.stop.is_set():
+                        break
+            except Exception:
+                time.sleep(0.1)
+
+    def _log(self, pod: str, pat: Any) -> None:
+        resp = self.core.read_namespaced_pod_log(pod, self.ns, follow=True, _preload_content=False)
+        buf = b""
+        for chunk in resp.stream(amt=None, decode_content=False):
+            buf += chunk
+            *lines, buf = buf.split(b"\n")
+            if any(pat.search(ln.decode("utf-8", "replace")) for ln in lines):
+                self.signal_at = time.monotonic()
+                break
+        resp.release_conn()
+
+
+def _fault(pod: Any) -> str | None:
+    st = pod.status
+    for c in st.conditions or []:
+        if c.type == "PodScheduled" and c.status == "False":
+            return c.reason or "Unschedulable"
+    if st.phase in ("Failed",):
+        return "Failed"
+    for cs in st.container_statuses or []:
+        if cs.state.waiting and cs.state.waiting.reason in FAULT_WAITING:
+            return str(cs.state.waiting.reason)
+        if cs.state.terminated and cs.state.terminated.exit_code:
+            return f"exit {cs.state.terminated.exit_code}"
+    return None
+
+
+# --- Chainsaw ------------------------------------------------------------------------------
+def _chainsaw_test(
+    name: str, job: dict[str, Any], form: str, kubectl: str, kcfg: str
+) -> dict[str, Any]:
+    ns, jname = job["metadata"]["namespace"], job["metadata"]["name"]
+    pod = f"{jname}-{job['spec']['headRole']}-0"
+    k = f"{kubectl} --kubeconfig {kcfg} -n {ns}"
+    if form == "natural":
+        steps = [
+            {"try": [{"apply": {"resource": job}}]},
+            {
+                "try": [
+                    {
+                        "assert": {
+                            "resource": {
+                                "apiVersion": "v1",
+                                "kind": "Pod",
+                                "metadata": {"name": pod, "namespace": ns},
+                                "spec": {"nodeName": NODE},
+                                "status": {"phase": "Running"},
+                            }
+                        }
+                    }
+                ]
+            },
+            {
+                "try": [
+                    {
+                        "script": {
+                            "timeout": "5m",
+                            "content": f"{k} logs -f {pod} | grep -m1 -E '{SIGNAL}'",
+                        }
+                    }
+                ]
+            },
+        ]
+    else:
+        jp = (
+            "{.status.phase} {.spec.nodeName} "
+            '{.status.conditions[?(@.type=="PodScheduled")].reason} '
+            "{.status.containerStatuses[0].state.waiting.reason}"
+        )
+        wait_running = f"""
+while :; do
+  s=$({k} get pod {pod} -o jsonpath='{jp}' 2>/dev/null)
+  case "$s" in
+    *Unschedulable*|*ErrImagePull*|*ImagePullBackOff*|*InvalidImageName*|Failed*|Succeeded*)
+      echo "fault: $s"; exit 1;;
+    "Running {NODE}"*) exit 0;;
+  esac
+  sleep 0.2
+done"""
+        wait_signal = f"""
+while :; do
+  {k} logs {pod} 2>/dev/null | grep -qE '{SIGNAL}' && exit 0
+  case "$({k} get pod {pod} -o jsonpath='{{.status.phase}}')" in
+    Failed|Succeeded) echo "pod ended"; exit 1;;
+  esac
+  sleep 0.2
+done"""
+        steps = [
+            {"try": [{"apply": {"resource": job}}]},
+            {"try": [{"script": {"timeout": "5m", "content": wait_running}}]},
+            {"try": [{"script": {"timeout": "5m", "content": wait_signal}}]},
+        ]
+    return {
+        "apiVersion": "chainsaw.kyverno.io/v1alpha1",
+        "kind": "Test",
+        "metadata": {"name": name},
+        "spec": {
+            "namespace": ns,
+            "skipDelete": True,
+            "timeouts": {"apply": "30s", "assert": "5m", "exec": "5m"},
+            "steps": steps,
+        },
+    }
+
+
+def run_chainsaw(
+    tests: list[tuple[str, dict[str, Any]]], tmp: Path
+) -> dict[str, tuple[float, int]]:
+    """Run each test directory; returns name → (monotonic end, exit status)."""
+    chainsaw = str(build.RECIPES["chainsaw"].bin("chainsaw"))
+    procs = {}
+    for name, test in tests:
+        d = tmp / name
+        d.mkdir(parents=True)
+        (d / "chainsaw-test.yaml").write_text(yaml.safe_dump(test, sort_keys=False))
+        procs[name] = subprocess.Popen(
+            [
+                chainsaw,
+                "test",
+                "--test-dir",
+                str(d),
+                "--kube-config",
+                str(cluster.kubeconfig_path()),
+                "--no-color",
+                "--report-format",
+                "JSON",
+                "--report-path",
+                str(d),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    ends: dict[str, tuple[float, int]] = {}
+    while len(ends) < len(procs):
+        for name, p in procs.items():
+            if name not in ends and p.poll() is not None:
+                ends[name] = (time.monotonic(), p.returncode)
+        time.sleep(0.02)
+    return ends
+
+
+# --- the runs ----------------------------------------------------------------------------
+def _workspace(tmp: Path, tag: str, fault: Fault | None) -> tuple[Workspace, Path, str]:
+    ws = Workspace.copy_of(PROFILE, tmp / f"ws-{tag}")
+    name = f"bench-{tag}-{uuid.uuid4().hex[:5]}"
+    assert ws.job is not None
+    ws.job["metadata"]["name"] = name
+    if fault is not None:
+        fault(ws)
+    return ws, ws.write(), name
+
+
+def run_adapter(tmp: Path, tag: str, fault: Fault | None) -> tuple[Witness, float | None, Any]:
+    _ws, path, name = _workspace(tmp, tag, fault)
+    profile = load_profile(path)
+    pre = preflight_profile(path)
+    witness = Witness(name, profile.target.namespace)
+    adapter = open_adapter(profile)
+    try:
+        t0 = time.monotonic()
+        rec = submit_and_confirm(adapter, profile, pre)
+    finally:
+        adapter.close()
+        witness.stop.set()
+    return witness, t0, rec
+
+
+def run_tool(
+    tmp: Path, form: str, items: list[tuple[str, Fault | None]]
+) -> list[tuple[Witness, float, int]]:
+    tests, witnesses = [], {}
+    kubectl = cluster.kubectl_bin()
+    for tag, fault in items:
+        ws, _, name = _workspace(tmp, f"{form}-{tag}", fault)
+        assert ws.job is not None
+        witnesses[tag] = Witness(name, ws.job["metadata"]["namespace"])
+        tests.append(
+            (
+                tag,
+                _chainsaw_test(
+                    f"{form}-{tag}".lower(), ws.job, form, kubectl, str(cluster.kubeconfig_path())
+                ),
+            )
+        )
+    ends = run_chainsaw(tests, tmp / form)
+    out = []
+    for tag, _ in items:
+        w = witnesses[tag]
+        w.stop.set()
+        cluster.kubectl(
+            "delete", "jobs.rlark.io", "-n", "rlinf-acceptance", w.job, "--wait=false", check=False
+        )
+        out.append((w, *ends[tag]))
+    return out
+
+
+def _num(x: object) -> float | None:
+    return x if isinstance(x, float) else None
+
+
+def _ratio(x: float | None, base: float | None) -> str:
+    return f"{x / max(base, 1e-3):.0f}x" if x is not None and base is not None else "—"
+
+
+def _fmt(s: float | None) -> str:
+    if s is None:
+        return "—"
+    return f"{s * 1000:.1f} ms" if s < 1 else f"{s:.2f} s"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--skip-natural", action="store_true", help="skip the 5-minute natural form")
+    args = ap.parse_args()
+    os.environ.update(
+        {k: v for k, v in state.env_vars(state.load()).items() if k.startswith("AWS_")}
+    )
+    if not build.RECIPES["chainsaw"].is_built():
+        print("build Chainsaw first: testenv/testenv build chainsaw")
+        return 2
+    items: list[tuple[str, Fault | None]] = [(n.replace(" ", "-"), f) for n, _, f in FAULTS]
+    items.append(("signal", None))
+    rows: dict[str, dict[str, str | float | None]] = {}
+    with tempfile.TemporaryDirectory() as t:
+        tmp = Path(t)
+        for (tag, fault), (name, check, _) in zip(
+            items, [*FAULTS, ("signal", "6.4", None)], strict=True
+        ):
+            w, t0, rec = run_adapter(tmp, tag, fault)
+            first = rec.earliest_failure
+            if fault is None:
+                assert rec.status("6.4") == "passed", rec.phases["6.4"].message
+                green = t0 + rec.phases["6.4"].at if t0 is not None else None
+                rows[name] = {"adapter": green - w.signal_at if green and w.signal_at else None}
+            else:
+                if first is None or first.check != check:
+                    print(f"{name}: expected red at {check}, got {first}")
+                    return 1
+                red = t0 + first.at if t0 is not None else None
+                rows[name] = {
+                    "adapter": red - w.fault_at if red and w.fault_at else None,
+                    "fault": w.fault,
+                    "check": check,
+                }
+        for form in ("expert", *(() if args.skip_natural else ("natural",))):
+            for (_tag, fault), (w, end, code) in zip(
+                items, run_tool(tmp, form, items), strict=True
+            ):
+                name = next((n for n, _, f in FAULTS if f is fault), "signal")
+                ok = code == 0 if fault is None else code != 0
+                at = w.signal_at if fault is None else w.fault_at
+                rows[name][form] = (end - at) if at and ok else None
+    print(json.dumps(rows, indent=2, default=str))
+    head = ("case", "adapter", "expert", "natural", "natural/adapter", "expert/adapter")
+    print("\n{:28} {:>10} {:>10} {:>10} {:>16} {:>15}".format(*head))
+    for name, r in rows.items():
+        a, e, n = r.get("adapter"), r.get("expert"), r.get("natural")
+        cells = [_fmt(_num(x)) for x in (a, e, n)] + [_ratio(_num(x), _num(a)) for x in (n, e)]
+        print("{:28} {:>10} {:>10} {:>10} {:>16} {:>15}".format(name, *cells))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
