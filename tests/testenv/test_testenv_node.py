@@ -6,10 +6,11 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import os
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from kubernetes import client
@@ -17,9 +18,19 @@ from kubernetes import client
 from fixtures.testenv import KubeEnv
 from testenv import node, state
 from testenv.paths import state_root
-from tests.testenv.test_testenv_cluster import wait_for
 
 pytestmark = pytest.mark.cluster
+
+T = TypeVar("T")
+
+
+def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 60) -> T:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := probe():
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 @pytest.fixture
