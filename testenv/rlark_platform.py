@@ -13,7 +13,8 @@ real node, what the page says RLark does with a submitted Job, and nothing more:
 3. the container command replaces the image's ENTRYPOINT (as the page warns): one bash
    runs the role's prepareScript, then ``ray start --head`` (a real Ray head on the Pod's
    loopback), then the Job's runScript; a failing prepare script ends the Pod with its
-   status and Ray never starts; SIGTERM reaches every process of the Pod;
+   status and Ray never starts; the Pod has one PID namespace whose PID 1 is the sandbox
+   (the shell is killable, orphans are reaped); SIGTERM reaches the run script at once;
 4. mounts: ``hostPath`` as a hostPath volume (an absolute path on the node; a relative one
    is refused with a ``FailedCreate`` Event); ``objectStorage`` made real by an s3fs mount of
    ``bucket:/prefix`` on the node (endpoint and key pair from boto3's standard chain in
@@ -160,6 +161,10 @@ def worker_pod(
             "restartPolicy": "Never",
             "terminationGracePeriodSeconds": TERMINATION_GRACE_S,
             "automountServiceAccountToken": False,
+            # The sandbox's pause process is PID 1 and reaps orphans; the Worker's shell is
+            # an ordinary process, so a signal it sends itself (kill -KILL $$) or SIGTERM from
+            # the runtime acts on it as on any process (PID 1 would ignore both).
+            "shareProcessNamespace": True,
             "enableServiceLinks": False,
             "nodeSelector": role.get("nodeSelector") or {},
             **_cluster_affinity(role),
@@ -170,8 +175,11 @@ def worker_pod(
                     "image": role.get("image"),
                     "imagePullPolicy": "IfNotPresent",
                     # The image's ENTRYPOINT is replaced, as on RLark.
-                    "command": ["/bin/bash", "-c", entry, "rlark-worker"],
-                    "args": [str(role.get("prepareScript") or ""), str(spec.get("runScript"))],
+                    "command": [_literal(a) for a in ("/bin/bash", "-c", entry, "rlark-worker")],
+                    "args": [
+                        _literal(str(role.get("prepareScript") or "")),
+                        _literal(str(spec.get("runScript"))),
+                    ],
                     "resources": {"limits": res, "requests": res},
                     "env": [
                         {"name": str(e["name"]), "value": str(e.get("value") or "")}
@@ -182,6 +190,12 @@ def worker_pod(
             ],
         },
     }
+
+
+def _literal(text: str) -> str:
+    """Kubernetes expands ``$(VAR)`` and turns ``$$`` into ``$`` in command and args: the
+    scripts must reach bash as written (``kill -KILL $$`` included)."""
+    return text.replace("$", "$$")
 
 
 def _cluster_affinity(role: dict[str, Any]) -> dict[str, Any]:

@@ -80,9 +80,13 @@ def run_features(tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedProce
 def test_the_features_pass_on_the_real_node(
     kube_env: KubeEnv, s3_env: S3Env, tmp_path: Path
 ) -> None:
-    res, summary = run_features(tmp_path)
+    """Every scenario, the @fault-injection ones included: each broken Job is red at its
+    check with the platform's own cause (the real scheduler, runtime, exit codes)."""
+    res, summary = run_features(tmp_path, "--fault-injection", "-rs")
     tail = res.stdout[-6000:]
     assert res.returncode == 0, tail
+    last = res.stdout.strip().splitlines()[-1]
+    assert "passed" in last and "skipped" not in last and "failed" not in last, last
     checks = summary["checks"]
     assert summary["verdict"] == "passed", summary.get("earliestFailure")
     for check in RUNTIME:

@@ -54,6 +54,7 @@ def test_one_pod_for_the_header_role_with_what_the_role_says() -> None:
     spec = pod["spec"]
     assert spec["nodeSelector"] == role["nodeSelector"]
     assert spec["restartPolicy"] == "Never"
+    assert spec["shareProcessNamespace"] is True  # the shell is not PID 1
     (c,) = spec["containers"]
     assert c["image"] == role["image"]
     assert c["resources"] == {
@@ -86,7 +87,9 @@ def run_entry(pod: dict[str, Any], tmp_path: Path) -> subprocess.CompletedProces
     (tmp_path / "ray").write_text('#!/bin/sh\necho "ray $*"\n')
     (tmp_path / "ray").chmod(0o755)
     c = pod["spec"]["containers"][0]
-    argv = [*c["command"], *c["args"]]
+    # As the kubelet expands them: `$$` is one `$` (and no `$(VAR)` is left to expand).
+    argv = [a.replace("$$", "$") for a in (*c["command"], *c["args"])]
+    assert not any("$(" in a.replace("$$", "") for a in (*c["command"], *c["args"]))
     assert argv[0] == "/bin/bash"
     return subprocess.run(
         ["bash", *argv[1:]],
