@@ -26,7 +26,7 @@ VERSITYGW = "v1.8.0"
 # (the apt package of the machine's release, installed by testenv when missing).
 CONTAINERD = "v2.4.2"
 # Debian packages the real node and the Worker image need (installed only when missing).
-APT_PACKAGES = ("runc", "mmdebstrap", "containernetworking-plugins")
+APT_PACKAGES = ("runc", "mmdebstrap", "containernetworking-plugins", "s3fs")
 
 # The Worker image: a Debian release by mmdebstrap plus the Python packages of the smoke
 # workload and Ray. Its tag is the project's version; the content hash picks the cache entry.
