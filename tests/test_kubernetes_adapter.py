@@ -44,6 +44,7 @@ from rlark_acceptance.adapters.kubernetes_stream import (
     call,
     list_then_watch,
     pod_status,
+    worker_over,
 )
 from rlark_acceptance.confirm_running import RunRecord, confirm_running
 from rlark_acceptance.job import JOB_NAME_LABEL, ROLE_LABEL, Job, read_job
@@ -574,6 +575,33 @@ def test_pod_status_maps_a_crash_loop_with_its_last_exit_code() -> None:
     }
     st = pod_status(pod)
     assert (st.reason, st.exit_code, st.restarts, st.node) == ("CrashLoopBackOff", 137, 3, NODE)
+
+
+@pytest.mark.parametrize(
+    ("policy", "codes", "phase", "over"),
+    [
+        ("Never", [3], "Failed", True),
+        ("Never", [0], "Succeeded", True),
+        ("Always", [3], "Running", False),  # it restarts: not over
+    ],
+)
+def test_a_pod_whose_containers_all_ended_is_over_before_its_phase_says_so(
+    policy: str, codes: list[int], phase: str, over: bool
+) -> None:
+    """The kubelet reports the terminated container first and the phase at its next sync."""
+    pod = {
+        "metadata": {"name": "w-0"},
+        "spec": {"nodeName": NODE, "restartPolicy": policy},
+        "status": {
+            "phase": "Running",
+            "containerStatuses": [
+                {"state": {"terminated": {"exitCode": c, "reason": "Error"}}} for c in codes
+            ],
+        },
+    }
+    assert worker_over(pod) is over
+    st = pod_status(pod)
+    assert (st.phase, st.exit_code) == (phase, codes[0])
 
 
 # --- the stream helpers' failure handling, with a scripted API ----------------------------------

@@ -57,8 +57,6 @@ from .local_s3 import client as s3_client
 GROUP, VERSION, PLURAL = "rlark.io", "v1alpha1", "jobs"
 # Each observation holds up to three streams open (Pods, Events, log): room for several.
 POOL_SIZE = 32
-# How long a followed log may stay open after its Pod is over before it is cut.
-FOLLOW_GRACE_S = 0.5
 
 
 class KubernetesAdapterError(RuntimeError):
@@ -359,7 +357,6 @@ class _Observer:
         self._over = False
         self._ended = False
         self._cut = threading.Event()
-        self._log_done = threading.Event()
         self._log_resp: Any = None
         self._blind = False
 
@@ -454,18 +451,14 @@ class _Observer:
             self._end_once()
             return
 
-        def cut() -> None:
-            # A kubelet closes the followed log as the container exits: give it a moment,
-            # then stop waiting and read what is left of the log in one request.
-            if self._log_done.wait(FOLLOW_GRACE_S) or self.stopper.stopped:
-                return
-            self._cut.set()
-            resp = self._log_resp
-            if resp is not None:
-                with contextlib.suppress(Exception):
-                    resp.shutdown()
-
-        cleanup.spawn(f"k8s-cut-{self.ref.name}", cut)
+        # The container has exited, so its log is complete: stop following (a kubelet
+        # closes the stream only at its next check, kwok never) and read the rest of it
+        # in one request.
+        self._cut.set()
+        resp = self._log_resp
+        if resp is not None:
+            with contextlib.suppress(Exception):
+                resp.shutdown()
 
     def _on_event(self, kind: str, ev: Item) -> None:
         if kind == "DELETED":  # Events expire; that is not news
@@ -496,50 +489,49 @@ class _Observer:
         stream still has not closed, the rest of the log is read in one request."""
         delivered = 0
         broken = 0
-        try:
-            while not self.stopper.stopped and not self._cut.is_set():
-                resp = call(
-                    self.adapter.core.read_namespaced_pod_log,
-                    pod,
-                    self.ref.namespace,
-                    follow=True,
-                    _preload_content=False,
-                    _request_timeout=(10, None),
-                    stop=self.stopper.event,
-                )
-                if not self.stopper.register(resp):
-                    return
-                self._log_resp = resp
-                if self._cut.is_set():  # cut between the request and now
-                    break
-                try:
-                    skip = delivered
-                    for line in lines(resp):
-                        if skip:
-                            skip -= 1
-                            continue
-                        delivered += 1
-                        broken = 0
-                        self.obs.put_line(line)
-                    break  # the kubelet closed the log: the container has exited
-                except Exception:
-                    if self.stopper.stopped:
-                        return
-                    if self._cut.is_set():
-                        break
-                    broken += 1
-                    if broken >= 5:
-                        raise
-                    self.stopper.event.wait(min(3.0, 0.2 * 2**broken))
-                finally:
-                    self._log_resp = None
-                    self.stopper.unregister(resp)
-            if self.stopper.stopped:
+        while not self.stopper.stopped and not self._cut.is_set():
+            resp = call(
+                self.adapter.core.read_namespaced_pod_log,
+                pod,
+                self.ref.namespace,
+                follow=True,
+                _preload_content=False,
+                _request_timeout=(10, None),
+                stop=self.stopper.event,
+            )
+            if not self.stopper.register(resp):
                 return
-            if self._cut.is_set():
-                with contextlib.suppress(Exception):
-                    for line in self.adapter.logs(self.ref, pod).splitlines()[delivered:]:
-                        self.obs.put_line(line)
-            self._end_once()
-        finally:
-            self._log_done.set()
+            self._log_resp = resp
+            if self._cut.is_set():  # cut between the request and now
+                break
+            try:
+                skip = delivered
+                for line in lines(resp):
+                    if self._cut.is_set():
+                        break  # this line may be cut short: the catch-up read has it
+                    if skip:
+                        skip -= 1
+                        continue
+                    delivered += 1
+                    broken = 0
+                    self.obs.put_line(line)
+                break  # the kubelet closed the log: the container has exited
+            except Exception:
+                if self.stopper.stopped:
+                    return
+                if self._cut.is_set():
+                    break
+                broken += 1
+                if broken >= 5:
+                    raise
+                self.stopper.event.wait(min(3.0, 0.2 * 2**broken))
+            finally:
+                self._log_resp = None
+                self.stopper.unregister(resp)
+        if self.stopper.stopped:
+            return
+        if self._cut.is_set():
+            with contextlib.suppress(Exception):
+                for line in self.adapter.logs(self.ref, pod).splitlines()[delivered:]:
+                    self.obs.put_line(line)
+        self._end_once()

@@ -278,10 +278,19 @@ def pod_status(pod: Item) -> PodStatus:
         # The scheduler's verdict: "0/3 nodes are available: 1 Insufficient nvidia.com/gpu..."
         if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
             reason, message = cond.get("reason") or reason, cond.get("message") or message
+    phase = str(status.get("phase") or "Pending")
+    if phase not in ("Succeeded", "Failed") and worker_over(pod):
+        # Every container has terminated and none restarts: the kubelet reports the phase
+        # this implies at its next sync (up to a second later); the Pod is over now.
+        codes = [
+            ((cs.get("state") or {}).get("terminated") or {}).get("exitCode")
+            for cs in status.get("containerStatuses") or []
+        ]
+        phase = "Succeeded" if all(c == 0 for c in codes) else "Failed"
     return PodStatus(
         name=str(meta.get("name", "")),
         node=spec.get("nodeName") or None,
-        phase=str(status.get("phase") or "Pending"),
+        phase=phase,
         reason=reason,
         message=message,
         restarts=restarts,
