@@ -1,14 +1,15 @@
-"""The RLark platform stand-in renders a Job the way the page says RLark does.
+"""The RLark platform stand-in does with a Job what the page says RLark does.
 
-Pure rendering (no cluster): the Pod of ``testenv.rlark_platform.worker_pod`` for the
-repository's Kubernetes Job YAML. The behaviour on the cluster (s3fs mounts, owner
-references honoured by the garbage collector, Job status) is exercised by the real-node
-tests and the features.
+Rendering (no cluster): the Pod of ``testenv.rlark_platform.worker_pod`` for the
+repository's Kubernetes Job YAML, and its container command run by bash. On testenv's
+cluster (marked ``cluster``): the controller's Pod on the real node, the Job status, the
+s3fs mount as real object storage, and the garbage collector honouring the owner reference.
 """
 
 from __future__ import annotations
 
 import copy
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -166,3 +167,63 @@ def test_the_worker_goes_only_to_the_nodes_of_its_rlark_cluster() -> None:
     ]
     del data["spec"]["roles"][0]["cluster"]
     assert "affinity" not in render(data)["spec"]
+
+
+@pytest.mark.cluster
+def test_on_the_cluster_the_job_gets_its_pod_status_and_a_real_object_storage_mount(
+    kube_env: Any, s3_env: Any
+) -> None:
+    """The controller on testenv's cluster: Job → Pod on the real node, the Job's status
+    follows it, the file the Worker wrote is an object in the bucket, and deleting the Job
+    removes the Pod (garbage collector, owner reference) and the node's s3fs mount."""
+    import time
+    import uuid
+
+    from testenv.paths import state_root
+
+    data = job()
+    del data["metadata"]["uid"]
+    name = f"platform-{uuid.uuid4().hex[:6]}"
+    prefix = f"platform-test/{name}"
+    data["metadata"].update(name=name, namespace=kube_env.namespace)
+    role = data["spec"]["roles"][0]
+    role["mounts"] = [
+        {"name": "ckpt", "type": "objectStorage", "bucket": s3_env.bucket, "prefix": prefix,
+         "containerPath": "/mnt/ckpt"}
+    ]  # fmt: skip
+    data["spec"]["runScript"] = "echo written > /mnt/ckpt/marker.txt && echo done"
+    custom, core = kube_env.custom(), kube_env.core()
+    created = custom.create_namespaced_custom_object(
+        "rlark.io", "v1alpha1", kube_env.namespace, "jobs", data
+    )
+    mount = state_root() / "platform" / "s3" / created["metadata"]["uid"] / "ckpt"
+    try:
+        deadline = time.monotonic() + 120
+        phase = None
+        while time.monotonic() < deadline and phase != "Succeeded":
+            got = custom.get_namespaced_custom_object(
+                "rlark.io", "v1alpha1", kube_env.namespace, "jobs", name
+            )
+            phase = (got.get("status") or {}).get("phase")
+            time.sleep(0.3)
+        assert phase == "Succeeded", got.get("status")
+        assert got["status"]["pods"] == [f"{name}-worker-0"]
+        pod = core.read_namespaced_pod(f"{name}-worker-0", kube_env.namespace)
+        assert pod.spec.node_name == kube_env.real_node
+        assert pod.metadata.owner_references[0].uid == created["metadata"]["uid"]
+        assert os.path.ismount(mount)
+        body = s3_env.client().get_object(Bucket=s3_env.bucket, Key=f"{prefix}/marker.txt")
+        assert body["Body"].read() == b"written\n"
+    finally:
+        custom.delete_namespaced_custom_object(
+            "rlark.io", "v1alpha1", kube_env.namespace, "jobs", name
+        )
+    sel = f"rlark.io/job-name={name}"
+    deadline = time.monotonic() + 90
+    while core.list_namespaced_pod(kube_env.namespace, label_selector=sel).items:
+        assert time.monotonic() < deadline, "the garbage collector left the Pod"
+        time.sleep(0.3)
+    deadline = time.monotonic() + 30
+    while mount.exists():
+        assert time.monotonic() < deadline, "the s3fs mount outlived the Job"
+        time.sleep(0.3)

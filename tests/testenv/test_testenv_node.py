@@ -107,12 +107,14 @@ def test_a_real_container_runs_logs_and_exits_with_its_code(
 def test_a_missing_image_is_a_real_pull_error(kube_env: KubeEnv, pods: list[str]) -> None:
     name = real_pod(kube_env, pods, ["true"], container={"image": "registry.rlark.test/none:1.0"})
 
-    def waiting() -> str | None:
+    def waiting() -> Any:
         cs = read(kube_env, name).status.container_statuses or []
-        reason = cs[0].state.waiting.reason if cs and cs[0].state.waiting else None
-        return reason if reason in ("ErrImagePull", "ImagePullBackOff") else None
+        w = cs[0].state.waiting if cs else None
+        return w if w and w.reason in ("ErrImagePull", "ImagePullBackOff") else None
 
-    assert wait_for("a pull error", waiting, 60)
+    w = wait_for("a pull error", waiting, 60)
+    # The runtime really tried, at the closed port of the node's own loopback: nothing left.
+    assert "127.0.0.1:9" in w.message and "connection refused" in w.message, w.message
 
 
 def test_more_gpus_than_the_node_has_are_refused_by_the_scheduler(
