@@ -16,7 +16,7 @@ import pytest
 from kubernetes import client
 
 from fixtures.testenv import KubeEnv
-from testenv import node, state
+from testenv import node, node_host, state
 from testenv.paths import state_root
 
 pytestmark = pytest.mark.cluster
@@ -134,7 +134,7 @@ def test_more_gpus_than_the_node_has_are_refused_by_the_scheduler(
 
 def leftovers() -> dict[str, Any]:
     """What of the node could outlive it on this machine."""
-    ident = node.ident()
+    ident = node_host.ident()
     d = str(state_root() / "node")
     mounts = [
         m.split()[1]
@@ -149,7 +149,7 @@ def leftovers() -> dict[str, Any]:
             continue
         if d in cmd:
             procs.append(cmd.replace("\0", " ")[:120])
-    cgroups = [str(p) for p in Path("/sys/fs/cgroup").glob(f"*/{node.cgroup_root()}")]
+    cgroups = [str(p) for p in Path("/sys/fs/cgroup").glob(f"*/{node_host.cgroup_root()}")]
     links = (
         [
             str(p)
@@ -160,7 +160,7 @@ def leftovers() -> dict[str, Any]:
         else []
     )
     return {
-        "netns": node.netns() in os.popen("ip netns list").read(),
+        "netns": node_host.netns() in os.popen("ip netns list").read(),
         "veth": Path(f"/sys/class/net/rkn{ident}h").exists(),
         "mounts": mounts,
         "procs": procs,
