@@ -65,7 +65,7 @@ def _name(req: str) -> str:
     return req.lower()
 
 
-def _worker_key() -> str:
+def worker_key() -> str:
     h = hashlib.sha256()
     h.update(json.dumps([REVISION, versions.WORKER_IMAGE_SUITE, DEBIAN_PACKAGES]).encode())
     h.update(json.dumps(_requirements()).encode())
@@ -176,7 +176,7 @@ def pause_archive() -> Path:
 
 def worker_archive() -> Path:
     """The Worker image archive, built when its inputs changed (~3 min cold)."""
-    key = _worker_key()
+    key = worker_key()
     dest = cache_root() / f"image-worker-{key}" / "image.tar"
     if dest.is_file():
         return dest

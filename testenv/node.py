@@ -87,6 +87,11 @@ def _read_index(archive: Path) -> str:
 
 
 def healthy(node: dict[str, Any] | None, kubectl: Any) -> bool:
+    """Running, Ready, and holding the Worker image of the current sources."""
+    return _running(node, kubectl) and (node or {}).get("worker_key") == image.worker_key()
+
+
+def _running(node: dict[str, Any] | None, kubectl: Any) -> bool:
     if not node:
         return False
     pids = node.get("pids") or {}
@@ -112,6 +117,11 @@ def _bins() -> dict[str, str]:
 def up(state: State, apiserver_port: int, kubeconfig: Path, ca: Path, kubectl: Any) -> None:
     node = state.get("node")
     if healthy(node, kubectl):
+        return
+    if node and _running(node, kubectl):
+        # Only the smoke workload changed: the new Worker image, imported into the node.
+        _import(image.worker_archive(), image.WORKER_IMAGE)
+        node["worker_key"] = image.worker_key()
         return
     if node:
         down(state)
@@ -170,6 +180,7 @@ def up(state: State, apiserver_port: int, kubeconfig: Path, ca: Path, kubectl: A
     _wait(lambda: sock().exists(), 30, "containerd socket")
     _import(pause, image.PAUSE_IMAGE)
     _import(worker, image.WORKER_IMAGE)
+    node["worker_key"] = image.worker_key()
     kk = kubelet_kubeconfig(kubeconfig, node["host_ip"], fwd_port)
     node["pids"]["kubelet"] = proc.spawn(
         in_netns(

@@ -17,6 +17,7 @@ from kubernetes import client
 
 from fixtures.testenv import KubeEnv
 from testenv import node, node_host, state
+from testenv.cluster import kubectl as cluster_kubectl
 from testenv.paths import state_root
 
 pytestmark = pytest.mark.cluster
@@ -130,6 +131,27 @@ def test_more_gpus_than_the_node_has_are_refused_by_the_scheduler(
         return None
 
     assert "Insufficient nvidia.com/gpu" in wait_for("the scheduler's refusal", refused, 30)
+
+
+def test_a_changed_worker_image_is_imported_without_restarting_the_node(
+    kube_env: KubeEnv,
+) -> None:
+    """`up` after the smoke workload changed: the node is no longer current (so the fixtures
+    bring it up), and the new image is imported into the running node."""
+    import testenv.__main__ as testenv_cli
+    from testenv import image
+
+    with state.locked():
+        st = state.load()
+        before = dict(st["node"]["pids"])
+        st["node"]["worker_key"] = "an-older-build"
+        state.save(st)
+    assert not node.healthy(state.load()["node"], cluster_kubectl)
+    testenv_cli.up("cluster")
+    after = state.load()["node"]
+    assert after["worker_key"] == image.worker_key()
+    assert after["pids"] == before  # imported, not restarted
+    assert node.healthy(after, cluster_kubectl)
 
 
 def leftovers() -> dict[str, Any]:
