@@ -1,6 +1,6 @@
 """The RLark platform stand-in does with a Job what the page says RLark does.
 
-Rendering (no cluster): the Pod of ``testenv.rlark_platform.worker_pod`` for the
+Rendering (no cluster): the Pod of ``testenv.rlark_platform_pod.worker_pod`` for the
 repository's Kubernetes Job YAML, and its container command run by bash. On testenv's
 cluster (marked ``cluster``): the controller's Pod on the real node, the Job status, the
 s3fs mount as real object storage, and the garbage collector honouring the owner reference.
@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from testenv import rlark_platform
+from testenv import rlark_platform_pod
 
 REPO = Path(__file__).resolve().parents[2]
 JOB = REPO / "profiles" / "kubernetes" / "job.yaml"
@@ -30,10 +30,10 @@ def job() -> dict[str, Any]:
 
 
 def render(data: dict[str, Any], s3: dict[str, str] | None = None) -> dict[str, Any]:
-    role = rlark_platform.head_role(data)
+    role = rlark_platform_pod.head_role(data)
     assert role is not None
     dirs = s3 if s3 is not None else {"ckpt": "/n/ckpt", "data": "/n/data", "models": "/n/models"}
-    return rlark_platform.worker_pod(data, role, dirs)
+    return rlark_platform_pod.worker_pod(data, role, dirs)
 
 
 def test_one_pod_for_the_header_role_with_what_the_role_says() -> None:
@@ -131,11 +131,11 @@ def test_a_relative_host_path_or_an_unknown_volume_is_refused() -> None:
     data = job()
     role = data["spec"]["roles"][0]
     role["mounts"] = [{"name": "d", "type": "hostPath", "hostPath": "data", "containerPath": "/d"}]
-    with pytest.raises(rlark_platform.Refused, match='volume "d": hostPath "data"'):
+    with pytest.raises(rlark_platform_pod.Refused, match='volume "d": hostPath "data"'):
         render(data, {})
     other = copy.deepcopy(data)
     other["spec"]["roles"][0]["mounts"] = [{"name": "p", "type": "pvc", "containerPath": "/p"}]
-    with pytest.raises(rlark_platform.Refused, match="'pvc' is not supported"):
+    with pytest.raises(rlark_platform_pod.Refused, match="'pvc' is not supported"):
         render(other, {})
     abs_path = copy.deepcopy(data)
     abs_path["spec"]["roles"][0]["mounts"][0]["hostPath"] = "/srv/data"
@@ -149,7 +149,7 @@ def test_a_relative_host_path_or_an_unknown_volume_is_refused() -> None:
 def test_a_job_without_its_header_role_gets_no_pod() -> None:
     data = job()
     data["spec"]["headRole"] = "missing"
-    assert rlark_platform.head_role(data) is None
+    assert rlark_platform_pod.head_role(data) is None
 
 
 def test_the_worker_goes_only_to_the_nodes_of_its_rlark_cluster() -> None:
