@@ -74,8 +74,12 @@ def status() -> dict[str, Any]:
         "s3": s3.status(st),
         "cluster": cluster.status(st),
     }
-    rss = report["s3"].get("rss_mib", 0) + sum(
-        c["rss_mib"] for c in report["cluster"].get("components", {}).values()
+    cl = report["cluster"]
+    rss = (
+        report["s3"].get("rss_mib", 0)
+        + sum(c["rss_mib"] for c in cl.get("components", {}).values())
+        + sum(c["rss_mib"] for c in (cl.get("node") or {}).get("components", {}).values())
+        + (cl.get("platform") or {}).get("rss_mib", 0)
     )
     report["total_rss_mib"] = round(rss, 1)
     return report
@@ -84,9 +88,11 @@ def status() -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="testenv", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
-    for name in ("up", "down", "build"):
+    for name in ("up", "down"):
         p = sub.add_parser(name)
         p.add_argument("which", nargs="?", default="all", choices=("all", *SERVICES))
+    p = sub.add_parser("build")
+    p.add_argument("which", nargs="?", default="all", choices=("all", *build.NEEDS))
     p = sub.add_parser("status")
     p.add_argument("--json", action="store_true")
     sub.add_parser("env")
@@ -119,6 +125,12 @@ def main(argv: list[str] | None = None) -> int:
                             for comp, c in val.items():
                                 alive = "up" if c["alive"] else "DEAD"
                                 print(f"  {comp}: pid {c['pid']} {alive} {c['rss_mib']} MiB")
+                        elif key == "node" and val.get("components"):
+                            print(f"  node {val['name']}: netns {val['netns']}, {val['node_ip']}")
+                            for comp, c in val["components"].items():
+                                alive = "up" if c["alive"] else "DEAD"
+                                print(f"    {comp}: pid {c['pid']} {alive} {c['rss_mib']} MiB")
+                            print(f"    images: {', '.join(val['images'])}")
                         elif key != "running":
                             print(f"  {key}: {val}")
                 print(f"total rss: {report['total_rss_mib']} MiB")

@@ -116,6 +116,16 @@ def _wrapper_gomod(name: str, require: str, replaces: list[tuple[str, str]]) -> 
 
 
 def _build_kubernetes(work: Path, out: Path, log: Path) -> None:
+    _build_k8s_commands(work, out, log, recipe_binaries["kubernetes"])
+
+
+def _build_kubelet(work: Path, out: Path, log: Path) -> None:
+    # Its own recipe (same wrapper, same version), so adding the real node does not
+    # invalidate the control plane's cache entry; the Go build cache makes it ~40 s.
+    _build_k8s_commands(work, out, log, recipe_binaries["kubelet"])
+
+
+def _build_k8s_commands(work: Path, out: Path, log: Path, binaries: tuple[str, ...]) -> None:
     # k8s.io/kubernetes requires its staging modules at v0.0.0 and replaces them with
     # ./staging paths, which only work inside its own repository. A wrapper module that
     # replaces each with the published v0.<minor>.<patch> is what makes it buildable.
@@ -137,7 +147,7 @@ def _build_kubernetes(work: Path, out: Path, log: Path) -> None:
             "k8s", f"k8s.io/kubernetes {version}", [(m, staging_version) for m in staging]
         )
     )
-    cmds = [f"k8s.io/kubernetes/cmd/{c}" for c in recipe_binaries["kubernetes"]]
+    cmds = [f"k8s.io/kubernetes/cmd/{c}" for c in binaries]
     _go(["get", *[f"{c}@{version}" for c in cmds]], work, log)
     ldflags = " ".join(
         [
@@ -217,11 +227,82 @@ def _build_versitygw(work: Path, out: Path, log: Path) -> None:
     )
 
 
+def _build_containerd(work: Path, out: Path, log: Path) -> None:
+    # Pure Go (CGO off), without the btrfs snapshotter (its only cgo dependency): the node
+    # uses overlayfs. The daemon, its runc shim and ctr (to import the local images).
+    version = versions.CONTAINERD
+    mod = "github.com/containerd/containerd/v2"
+    _go(
+        [
+            "install",
+            "-tags",
+            "no_btrfs",
+            "-ldflags",
+            f"-s -w -X {mod}/version.Version={version}",
+            *[f"{mod}/cmd/{c}@{version}" for c in recipe_binaries["containerd"]],
+        ],
+        work,
+        log,
+        {"GOBIN": str(out)},
+    )
+
+
+# The sandbox ("pause") process of every Pod: there is no registry to pull the usual one
+# from, so the node's image is built here. It waits for SIGTERM / SIGINT and, as PID 1 of
+# the Pod's PID namespace when shared, reaps orphans.
+PAUSE_GO = """package main
+
+import (
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGCHLD)
+	for s := range sigs {
+		if s != syscall.SIGCHLD {
+			os.Exit(0)
+		}
+		for {
+			var st syscall.WaitStatus
+			if pid, _ := syscall.Wait4(-1, &st, syscall.WNOHANG, nil); pid <= 0 {
+				break
+			}
+		}
+	}
+}
+"""
+
+
+def _build_pause(work: Path, out: Path, log: Path) -> None:
+    (work / "go.mod").write_text("module rlark.local/testenv-pause\n\ngo 1.26.0\n")
+    (work / "main.go").write_text(PAUSE_GO)
+    _go(["build", "-ldflags", "-s -w", "-o", str(out / "pause"), "."], work, log)
+
+
+def _build_chainsaw(work: Path, out: Path, log: Path) -> None:
+    version = versions.CHAINSAW
+    _go(
+        ["install", "-ldflags", "-s -w", f"github.com/kyverno/chainsaw@{version}"],
+        work,
+        log,
+        # The one recipe that needs another Go release; the go command fetches that
+        # toolchain as a module from the proxy (and checks it against the checksum DB).
+        {"GOBIN": str(out), "GOTOOLCHAIN": versions.CHAINSAW_GOTOOLCHAIN},
+    )
+
+
 recipe_binaries: dict[str, tuple[str, ...]] = {
     "kubernetes": ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"),
     "etcd": ("etcd",),
     "kwok": ("kwok", "kwokctl"),
     "versitygw": ("versitygw",),
+    "kubelet": ("kubelet",),
+    "containerd": ("containerd", "containerd-shim-runc-v2", "ctr"),
+    "pause": ("pause",),
+    "chainsaw": ("chainsaw",),
 }
 
 RECIPES: dict[str, Recipe] = {
@@ -233,12 +314,23 @@ RECIPES: dict[str, Recipe] = {
     "versitygw": Recipe(
         "versitygw", versions.VERSITYGW, 1, recipe_binaries["versitygw"], _build_versitygw
     ),
+    "kubelet": Recipe(
+        "kubelet", versions.KUBERNETES, 1, recipe_binaries["kubelet"], _build_kubelet
+    ),
+    "containerd": Recipe(
+        "containerd", versions.CONTAINERD, 1, recipe_binaries["containerd"], _build_containerd
+    ),
+    "pause": Recipe("pause", "go", 1, recipe_binaries["pause"], _build_pause),
+    "chainsaw": Recipe(
+        "chainsaw", versions.CHAINSAW, 1, recipe_binaries["chainsaw"], _build_chainsaw
+    ),
 }
 
-# Which recipes each service needs.
+# Which recipes each service needs (chainsaw only for the bench: `testenv build chainsaw`).
 NEEDS: dict[str, tuple[str, ...]] = {
     "s3": ("versitygw",),
-    "cluster": ("kubernetes", "etcd", "kwok"),
+    "cluster": ("kubernetes", "etcd", "kwok", "kubelet", "containerd", "pause"),
+    "chainsaw": ("chainsaw",),
 }
 
 

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from testenv import build, proc, versions
+from testenv import build, node, proc, rlark_platform, versions
 from testenv.paths import state_root
 from testenv.state import State
 
@@ -36,6 +36,8 @@ GPUS_PER_NODE = 8
 GPU_RESOURCE = "nvidia.com/gpu"
 POOL_LABEL = "rlark.io/pool"
 GPU_POOL = "gpu-a"
+CLUSTER_LABEL = "rlark.io/cluster"
+SIMULATED_CLUSTER = "gpu-a"
 
 # A container image whose reference contains this marker never pulls: the image-pull
 # stage turns its Pod into ErrImagePull, then ImagePullBackOff, like a real kubelet.
@@ -69,6 +71,10 @@ def workdir() -> Path:
 
 def cluster_dir() -> Path:
     return workdir() / "clusters" / CLUSTER_NAME
+
+
+def _pki(name: str) -> Path:
+    return cluster_dir() / "pki" / name
 
 
 def kubeconfig_path() -> Path:
@@ -215,7 +221,25 @@ def _write_config(ports: dict[str, int]) -> None:
                 "name": "kube-apiserver",
                 # Every simulated node is served by the one local kwok controller on
                 # 127.0.0.1; node names do not resolve, so reach kubelets by InternalIP.
-                "extraArgs": [{"key": "kubelet-preferred-address-types", "value": "InternalIP"}],
+                "extraArgs": [
+                    {"key": "kubelet-preferred-address-types", "value": "InternalIP"},
+                    # Logs and exec of the real node go through its kubelet, which accepts
+                    # only clients with a certificate of the cluster CA.
+                    {"key": "kubelet-client-certificate", "value": str(_pki("admin.crt"))},
+                    {"key": "kubelet-client-key", "value": str(_pki("admin.key"))},
+                ],
+            },
+            # kwokctl runs kwok for every node; it must fake only its own (annotated) ones
+            # and leave the real node's Pods to its kubelet. Later flags win.
+            {
+                "name": "kwok-controller",
+                "extraArgs": [
+                    {"key": "manage-all-nodes", "value": "false"},
+                    {
+                        "key": "manage-nodes-with-annotation-selector",
+                        "value": "kwok.x-k8s.io/node=fake",
+                    },
+                ],
             },
             # A single instance of each: with leader election they exit ~10 s after the
             # apiserver goes away (no kubelet here restarts them); without it they retry
@@ -244,6 +268,9 @@ def _node(name: str, gpu: bool) -> dict[str, Any]:
         "type": "kwok",
     }
     capacity = {"cpu": "16", "memory": "64Gi", "pods": "110", "ephemeral-storage": "500Gi"}
+    # The RLark cluster these nodes make up (the platform stand-in places a role naming it
+    # here); the real node is a cluster of its own.
+    labels[CLUSTER_LABEL] = SIMULATED_CLUSTER
     if gpu:
         labels[POOL_LABEL] = GPU_POOL
         labels["nvidia.com/gpu.present"] = "true"
@@ -329,6 +356,15 @@ def healthy(cluster: dict[str, Any] | None) -> bool:
     return bool(cluster) and kubeconfig_path().is_file() and _all_alive() and apiserver_ready()
 
 
+def whole(state: State) -> bool:
+    """The control plane, the real node and the platform stand-in all up."""
+    return (
+        healthy(state.get("cluster"))
+        and node.healthy(state.get("node"), kubectl)
+        and rlark_platform.healthy(state)
+    )
+
+
 def _forget_dead() -> None:
     """Remove the pid files of components that are gone.
 
@@ -344,7 +380,7 @@ def _forget_dead() -> None:
 
 def up(state: State) -> None:
     cluster = state.get("cluster")
-    if healthy(cluster):
+    if whole(state):
         return
     build.ensure(build.NEEDS["cluster"])
     if cluster and (cluster_dir() / "kwok.yaml").is_file():
@@ -386,6 +422,50 @@ def up(state: State) -> None:
     }
     _apply_objects()
     _wait_ready()
+    _harness_access(state)
+    ports = state["cluster"].get("ports") or {}
+    try:
+        node.up(state, int(ports["kube-apiserver"]), kubeconfig_path(), _pki("ca.crt"), kubectl)
+        rlark_platform.up(state)
+    finally:
+        state["cluster"]["node"] = bool(state.get("node"))
+
+
+HARNESS_RBAC = HERE.parent / "deploy" / "harness-rbac.yaml"
+HARNESS_SA = "rlark-acceptance"
+
+
+def harness_kubeconfig_path() -> Path:
+    return state_root() / "harness.kubeconfig"
+
+
+def _harness_access(state: State) -> None:
+    """The harness's own identity: the ServiceAccount bound to the repository's
+    least-privilege Role, and a kubeconfig with its token (RBAC enforced by the API server)."""
+    import yaml
+
+    kubectl("apply", "-f", str(HARNESS_RBAC))
+    token = kubectl("create", "token", HARNESS_SA, "-n", NAMESPACE, "--duration=48h").strip()
+    admin = yaml.safe_load(kubeconfig_path().read_text())
+    cluster = admin["clusters"][0]["cluster"]
+    cfg = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": CLUSTER_NAME, "cluster": cluster}],
+        "users": [{"name": HARNESS_SA, "user": {"token": token}}],
+        "contexts": [
+            {
+                "name": HARNESS_SA,
+                "context": {"cluster": CLUSTER_NAME, "user": HARNESS_SA, "namespace": NAMESPACE},
+            }
+        ],
+        "current-context": HARNESS_SA,
+    }
+    path = harness_kubeconfig_path()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        yaml.safe_dump(cfg, fh)
+    state["cluster"]["harness_kubeconfig"] = str(path)
 
 
 def restart_component(state: State, component: str) -> int:
@@ -405,6 +485,10 @@ def restart_component(state: State, component: str) -> int:
 
 
 def down(state: State) -> None:
+    rlark_platform.down(state)
+    left = node.down(state)
+    if left:
+        build.say("down: left behind: " + ", ".join(left))
     recorded: dict[str, int] = dict((state.get("cluster") or {}).get("pids") or {})
     recorded.update(pids())
     if (cluster_dir() / "kwok.yaml").is_file() and Path(_bin("kwok", "kwokctl")).is_file():
@@ -417,6 +501,7 @@ def down(state: State) -> None:
     state.pop("cluster", None)
     shutil.rmtree(workdir(), ignore_errors=True)
     kubeconfig_path().unlink(missing_ok=True)
+    harness_kubeconfig_path().unlink(missing_ok=True)
 
 
 def status(state: State) -> dict[str, Any]:
@@ -432,7 +517,9 @@ def status(state: State) -> dict[str, Any]:
             "rss_mib": round(proc.rss_kib(pid) / 1024, 1),
         }
     return {
-        "running": healthy(cluster),
+        "running": healthy(cluster) and node.healthy(state.get("node"), kubectl),
+        "node": node.status(state),
+        "platform": rlark_platform.status(state),
         "kubeconfig": cluster.get("kubeconfig"),
         "apiserver_port": (cluster.get("ports") or {}).get("kube-apiserver"),
         "components": comps,

@@ -1,11 +1,12 @@
 """The kubernetes adapter against a real control plane (testenv: kube-apiserver 1.36, the
 real scheduler and controller-manager, kwok-simulated nodes) and a real S3 server.
 
-RLark's operator cannot run here: ``rlark_platform_double`` stands in for it (Job CR →
-one Worker Pod). The Worker's own output (Ray's start-up, RLinf's printed config and
-progress, its checkpoint) is played by the tests, marked as a stand-in where it happens;
-everything else (scheduling, refusals, image pulls, Pod phases, Events, log streaming,
-deletion through the garbage collector) is the real Kubernetes machinery.
+RLark's operator cannot run here: testenv's platform stand-in (``testenv.rlark_platform``,
+a controller started by ``testenv up cluster``) turns each Job CR into its Worker Pod; here
+the Pods go to kwok's simulated nodes. The Worker's own output (Ray's start-up, RLinf's
+printed config and progress, its checkpoint) is played by the tests, marked as a stand-in
+where it happens; everything else (scheduling, refusals, image pulls, Pod phases, Events,
+log streaming, deletion through the garbage collector) is the real Kubernetes machinery.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import numpy as np
 import pytest
 import urllib3
 import yaml
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from safetensors.numpy import save
 
@@ -41,6 +43,7 @@ from rlark_acceptance.adapters.kubernetes.stream import (
     call,
     list_then_watch,
     pod_status,
+    worker_over,
 )
 from rlark_acceptance.model.job import JOB_NAME_LABEL, ROLE_LABEL, Job, read_job
 from rlark_acceptance.model.profile import Profile, Target, load_profile
@@ -48,7 +51,7 @@ from rlark_acceptance.preflight.entry import preflight_profile
 from rlark_acceptance.run.acceptance import manifest_of
 from rlark_acceptance.run.confirm_running import RunRecord, confirm_running
 from rlark_acceptance.storage import FileStore, S3Store
-from tests.adapters.rlark_platform_double import PlatformDouble, install_crd
+from testenv import rlark_platform, state
 
 pytestmark = pytest.mark.cluster  # needs testenv's cluster and S3 server; never skipped
 
@@ -72,14 +75,9 @@ STARTED = ("Running",)
 
 # --- fixtures ------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def platform(kube_env: KubeEnv) -> Iterator[PlatformDouble]:
-    api = kube_env.api_client()
-    install_crd(api)
-    double = PlatformDouble(api).start()
-    try:
-        yield double
-    finally:
-        double.stop()
+def platform(kube_env: KubeEnv) -> None:
+    """The platform stand-in runs (testenv started it with the cluster)."""
+    assert rlark_platform.healthy(state.load()), "testenv's RLark platform stand-in is down"
 
 
 @pytest.fixture
@@ -99,7 +97,7 @@ def profile(kube_env: KubeEnv, kube_namespace: str) -> Profile:
 
 
 @pytest.fixture
-def adapter(profile: Profile, platform: PlatformDouble, s3_chain: S3Env) -> Iterator[Any]:
+def adapter(profile: Profile, platform: None, s3_chain: S3Env) -> Iterator[Any]:
     ad = open_adapter(profile)
     assert isinstance(ad, KubernetesAdapter)
     try:
@@ -202,6 +200,7 @@ def test_happy_path_passes_step6_through_the_real_observer(
     job, manifest = pre.job, manifest_of(pre.job)
     pod_name = f"{job.name}-worker-0"
     log_file = kube_env.pod_log_file(kube_namespace, pod_name)  # kwok serves it as the Pod log
+    validated = pre.validated.config.resolved()
     thread, out = run_in_thread(
         lambda: confirm_running(adapter, job, manifest, profile, validated_config=validated)
     )
@@ -274,6 +273,118 @@ def test_an_image_that_cannot_be_pulled_fails_6_2(
     assert "timeouts." not in msg
 
 
+def test_a_worker_that_fails_before_its_first_signal_fails_at_once(
+    adapter: KubernetesAdapter,
+    profile: Profile,
+    kube_env: KubeEnv,
+    kube_namespace: str,
+    s3_chain: S3Env,
+    tmp_path: Path,
+) -> None:
+    """Pod Failed (exit 1) after Ray started: red at 6.4 at once, not after firstSignal's
+    timeout, although kwok's followed log never closes (the Pod's end is what counts)."""
+    profile.timeouts["firstSignal"] = 600.0
+    path, _ = write_job(tmp_path, kube_namespace, s3_chain.bucket)
+    pre = preflight_profile(dataclasses.replace(profile, job=path))
+    assert pre.job is not None and pre.rlinf is not None
+    job, manifest = pre.job, manifest_of(pre.job)
+    pod_name = f"{job.name}-worker-0"
+    log_file = kube_env.pod_log_file(kube_namespace, pod_name)
+    thread, out = run_in_thread(lambda: confirm_running(adapter, job, manifest, profile))
+    wait_for(
+        "the Worker Pod running",
+        lambda: any(
+            p.status.phase == "Running" for p in job_pods(kube_env, kube_namespace, job.name)
+        ),
+    )
+    # STAND-IN for the Worker: Ray's start-up and the run script's first lines, then exit 1.
+    printed = json.dumps(pre.rlinf.config.resolved(), indent=2).splitlines()
+    kube_env.write_log(log_file, [*RAY_START, *printed, "Traceback: boom"])
+    time.sleep(0.5)
+    kube_env.core().patch_namespaced_pod(
+        pod_name,
+        kube_namespace,
+        {
+            "metadata": {
+                "labels": {kube_env.fail_label: "true"},
+                "annotations": {kube_env.fail_exit_code_annotation: "1"},
+            }
+        },
+    )
+    failed_at = time.monotonic()
+    thread.join(60)
+    assert not thread.is_alive(), "the observer waited for the stream / the timeout"
+    rec = out["rec"]
+    assert rec.status("6.3") == "passed"
+    assert rec.status("6.4") == "failed"
+    msg = rec.phases["6.4"].message
+    assert "exit code 1" in msg and "timeouts." not in msg, msg
+    # Red well before any timeout (speed itself is measured in bench/).
+    assert time.monotonic() - failed_at < 60
+
+
+def test_a_missing_permission_is_named_not_waited_for(
+    kube_env: KubeEnv, profile: Profile, s3_chain: S3Env, tmp_path: Path
+) -> None:
+    """Under the harness's ServiceAccount in a namespace where its Role does not apply,
+    the API server's refusal is the verdict: which verb on which resource."""
+    assert kube_env.harness_kubeconfig is not None
+    ns = kube_env.create_namespace("norbac")
+    try:
+        profile.target = Target(
+            adapter="kubernetes", kubeconfig=str(kube_env.harness_kubeconfig), namespace=ns
+        )
+        path, _ = write_job(tmp_path, ns, s3_chain.bucket)
+        job, manifest = load_job(path)
+        ad = open_adapter(profile)
+        try:
+            rec = confirm_running(ad, job, manifest, profile)
+        finally:
+            ad.close()
+        msg = rec.phases["6.1"].message
+        assert rec.status("6.1") == "failed", msg
+        assert 'cannot create resource "jobs" in API group "rlark.io"' in msg, msg
+        # The repository's Role without the Worker's log: 6.1 and 6.2 pass, 6.3 names the
+        # refused read at once (the Role is applied as a site would, from the manifest).
+        docs = list(yaml.safe_load_all((REPO / "deploy" / "harness-rbac.yaml").read_text()))
+        role = next(d for d in docs if d["kind"] == "Role")
+        rules = [r for r in role["rules"] if r["resources"] != ["pods/log"]]
+        assert len(rules) == len(role["rules"]) - 1
+        rbac = client.RbacAuthorizationV1Api(kube_env.api_client())
+        rbac.create_namespaced_role(ns, {"metadata": {"name": "no-logs"}, "rules": rules})
+        subject = {
+            "kind": "ServiceAccount",
+            "name": "rlark-acceptance",
+            "namespace": kube_env.namespace,
+        }
+        rbac.create_namespaced_role_binding(
+            ns,
+            {
+                "metadata": {"name": "no-logs"},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "Role",
+                    "name": "no-logs",
+                },
+                "subjects": [subject],
+            },
+        )
+        profile.timeouts = dict.fromkeys(profile.timeouts, 600.0)
+        ad = open_adapter(profile)
+        try:
+            rec = confirm_running(ad, job, manifest, profile)
+        finally:
+            ad.close()
+        assert rec.status("6.1") == "passed", rec.phases["6.1"].message
+        assert rec.status("6.2") == "passed", rec.phases["6.2"].message
+        msg = rec.phases["6.3"].message
+        assert rec.status("6.3") == "failed", msg
+        assert 'cannot get resource "pods/log"' in msg and "Forbidden" in msg, msg
+        assert "timeouts." not in msg
+    finally:
+        kube_env.delete_namespace(ns)
+
+
 def test_an_invalid_name_is_refused_by_the_api_server(
     adapter: KubernetesAdapter, kube_namespace: str, s3_chain: S3Env, tmp_path: Path
 ) -> None:
@@ -299,6 +410,7 @@ def test_reads_map_the_cluster_and_a_late_observer_sees_everything(
         "gpu-node-07": 8,
         "gpu-node-08": 8,
         "cpu-node-01": 0,
+        "gpu-node-09": 8,  # the real node
     }
     assert nodes[NODE].labels["rlark.io/pool"] == "gpu-a" and nodes[NODE].ready
     assert adapter.clusters() == [RLARK_CLUSTER]
@@ -395,7 +507,7 @@ CHILD = textwrap.dedent("""
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_interrupt_deletes_what_the_adapter_created(
-    platform: PlatformDouble,
+    platform: None,
     kube_env: KubeEnv,
     kube_namespace: str,
     s3_env: S3Env,
@@ -442,7 +554,7 @@ def test_standard_loading_rules_find_the_cluster(
     try:
         contexts = yaml.safe_load(kube_env.kubeconfig.read_text())["contexts"]
         assert ad.clusters() == [contexts[0]["context"]["cluster"]]
-        assert len(ad.node_inventory()) == 3
+        assert len(ad.node_inventory()) == 4  # kwok's three and the real node
     finally:
         ad.close()
 
@@ -465,6 +577,33 @@ def test_pod_status_maps_a_crash_loop_with_its_last_exit_code() -> None:
     }
     st = pod_status(pod)
     assert (st.reason, st.exit_code, st.restarts, st.node) == ("CrashLoopBackOff", 137, 3, NODE)
+
+
+@pytest.mark.parametrize(
+    ("policy", "codes", "phase", "over"),
+    [
+        ("Never", [3], "Failed", True),
+        ("Never", [0], "Succeeded", True),
+        ("Always", [3], "Running", False),  # it restarts: not over
+    ],
+)
+def test_a_pod_whose_containers_all_ended_is_over_before_its_phase_says_so(
+    policy: str, codes: list[int], phase: str, over: bool
+) -> None:
+    """The kubelet reports the terminated container first and the phase at its next sync."""
+    pod = {
+        "metadata": {"name": "w-0"},
+        "spec": {"nodeName": NODE, "restartPolicy": policy},
+        "status": {
+            "phase": "Running",
+            "containerStatuses": [
+                {"state": {"terminated": {"exitCode": c, "reason": "Error"}}} for c in codes
+            ],
+        },
+    }
+    assert worker_over(pod) is over
+    st = pod_status(pod)
+    assert (st.phase, st.exit_code) == (phase, codes[0])
 
 
 # --- the stream helpers' failure handling, with a scripted API ----------------------------------

@@ -68,6 +68,8 @@ FATAL_REASONS = frozenset(
         "CrashLoopBackOff",
         "CreateContainerConfigError",
         "CreateContainerError",
+        # The target refused the harness a read it needs (RBAC): it can observe no more.
+        "Forbidden",
     }
 )
 

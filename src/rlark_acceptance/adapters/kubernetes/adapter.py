@@ -22,6 +22,7 @@ Job's roles may name; default: the kubeconfig context's cluster), ``delete_timeo
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from pathlib import Path
@@ -45,6 +46,7 @@ from rlark_acceptance.adapters.kubernetes.stream import (
     lines,
     list_then_watch,
     pod_status,
+    worker_over,
 )
 from rlark_acceptance.adapters.local.s3 import client as s3_client
 from rlark_acceptance.model.inventory import node_from_k8s
@@ -134,7 +136,9 @@ class KubernetesAdapter:
                 created = self._get_job(ns, str((body.get("metadata") or {}).get("name")))
                 if created.get("spec") != body.get("spec"):
                     raise SubmitRejected(api_message(e)) from None
-            elif e.status in (400, 409, 422):
+            elif e.status in (400, 403, 409, 422):
+                # 403: the harness's credentials may not create Jobs here (RBAC names the
+                # verb and resource); refused like an invalid Job, never retried.
                 raise SubmitRejected(api_message(e)) from None
             else:
                 raise
@@ -347,6 +351,14 @@ class _Observer:
         self.not_ours: set[str] = set()
         self.following: str | None = None
         self._lock = threading.Lock()
+        # The Worker is over (terminal Pod or container): its observation must end now,
+        # whether or not the followed log stream closes (kwok's never does; a kubelet's
+        # can lag). _cut tells the follower to stop waiting for the stream's end.
+        self._over = False
+        self._ended = False
+        self._cut = threading.Event()
+        self._log_resp: Any = None
+        self._blind = False
 
     def start(self) -> None:
         sel = _selector(self.ref)
@@ -362,22 +374,48 @@ class _Observer:
         def run() -> None:
             try:
                 fn(*args, **kw)
+            except ApiException as e:
+                if self.stopper.stopped:
+                    return
+                if e.status == 403:
+                    self._forbidden(e)
+                else:
+                    self._failed(what, e)
             except Exception as e:  # reported in the stream, where the observer looks
                 if not self.stopper.stopped:
-                    self.obs.put_event(
-                        Event(
-                            f"job/{self.ref.name}",
-                            "ObserveFailed",
-                            f"kubernetes adapter: {what}: {type(e).__name__}: {e}",
-                            "Warning",
-                            "rlark-acceptance",
-                        )
-                    )
+                    self._failed(what, e)
 
         cleanup.spawn(f"k8s-{what}-{self.ref.name}", run)
 
+    def _forbidden(self, e: ApiException) -> None:
+        """The harness's credentials lack a permission: nothing more can be observed, so
+        the Worker's observation ends now, naming the verb and resource the API refused."""
+        with self._lock:
+            self._blind = True  # later Pod states must not hide the refusal
+        self.obs.put_pod(
+            PodStatus(
+                name=f"{self.ref.name}-(not readable)",
+                node=None,
+                phase="Unknown",
+                reason="Forbidden",
+                message=api_message(e),
+            )
+        )
+        self._end_once()
+
+    def _failed(self, what: str, e: Exception) -> None:
+        self.obs.put_event(
+            Event(
+                f"job/{self.ref.name}",
+                "ObserveFailed",
+                f"kubernetes adapter: {what}: {type(e).__name__}: {e}",
+                "Warning",
+                "rlark-acceptance",
+            )
+        )
+
     def _on_pod(self, kind: str, pod: Item) -> None:
-        if kind == "DELETED":
+        if kind == "DELETED" or self._blind:
             return
         status = pod_status(pod)
         self.adapter._remember(self.ref, status.name)
@@ -392,6 +430,35 @@ class _Observer:
                 self.following = status.name
         if start:
             self._thread("log", self._follow, status.name)
+        if is_role(status, self.head_role) and worker_over(pod):
+            self._worker_over()
+
+    def _end_once(self) -> None:
+        with self._lock:
+            if self._ended:
+                return
+            self._ended = True
+        self.obs.end()
+
+    def _worker_over(self) -> None:
+        """End the observation once the Worker can print nothing more."""
+        with self._lock:
+            if self._over:
+                return
+            self._over = True
+            following = self.following
+        if following is None:  # its container never started: there is no log to read
+            self._end_once()
+            return
+
+        # The container has exited, so its log is complete: stop following (a kubelet
+        # closes the stream only at its next check, kwok never) and read the rest of it
+        # in one request.
+        self._cut.set()
+        resp = self._log_resp
+        if resp is not None:
+            with contextlib.suppress(Exception):
+                resp.shutdown()
 
     def _on_event(self, kind: str, ev: Item) -> None:
         if kind == "DELETED":  # Events expire; that is not news
@@ -418,10 +485,11 @@ class _Observer:
         """Put each log line of the Worker as it is written; ``end()`` when the log ends.
 
         A stream broken mid-way is opened again from the start and the lines already
-        delivered are skipped, so each line arrives once."""
+        delivered are skipped, so each line arrives once. Once the Worker is over and the
+        stream still has not closed, the rest of the log is read in one request."""
         delivered = 0
         broken = 0
-        while not self.stopper.stopped:
+        while not self.stopper.stopped and not self._cut.is_set():
             resp = call(
                 self.adapter.core.read_namespaced_pod_log,
                 pod,
@@ -433,25 +501,37 @@ class _Observer:
             )
             if not self.stopper.register(resp):
                 return
+            self._log_resp = resp
+            if self._cut.is_set():  # cut between the request and now
+                break
             try:
                 skip = delivered
                 for line in lines(resp):
+                    if self._cut.is_set():
+                        break  # this line may be cut short: the catch-up read has it
                     if skip:
                         skip -= 1
                         continue
                     delivered += 1
                     broken = 0
                     self.obs.put_line(line)
-                if self.stopper.stopped:
-                    return
-                self.obs.end()  # the kubelet closes a followed log when the container exits
-                return
+                break  # the kubelet closed the log: the container has exited
             except Exception:
                 if self.stopper.stopped:
                     return
+                if self._cut.is_set():
+                    break
                 broken += 1
                 if broken >= 5:
                     raise
                 self.stopper.event.wait(min(3.0, 0.2 * 2**broken))
             finally:
+                self._log_resp = None
                 self.stopper.unregister(resp)
+        if self.stopper.stopped:
+            return
+        if self._cut.is_set():
+            with contextlib.suppress(Exception):
+                for line in self.adapter.logs(self.ref, pod).splitlines()[delivered:]:
+                    self.obs.put_line(line)
+        self._end_once()

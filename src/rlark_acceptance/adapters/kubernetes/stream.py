@@ -240,6 +240,19 @@ def container_started(pod: Item) -> bool:
     return False
 
 
+def worker_over(pod: Item) -> bool:
+    """The Pod can run nothing more: phase Succeeded / Failed, or every container has
+    terminated and none will be restarted (restartPolicy Never)."""
+    status = pod.get("status") or {}
+    if status.get("phase") in ("Succeeded", "Failed"):
+        return True
+    statuses = status.get("containerStatuses") or []
+    never = (pod.get("spec") or {}).get("restartPolicy") == "Never"
+    return (
+        never and bool(statuses) and all("terminated" in (cs.get("state") or {}) for cs in statuses)
+    )
+
+
 def pod_status(pod: Item) -> PodStatus:
     """A Pod as ``kubectl get pod -o json`` shows it, reduced to what Step 6 reads."""
     meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
@@ -265,10 +278,19 @@ def pod_status(pod: Item) -> PodStatus:
         # The scheduler's verdict: "0/3 nodes are available: 1 Insufficient nvidia.com/gpu..."
         if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
             reason, message = cond.get("reason") or reason, cond.get("message") or message
+    phase = str(status.get("phase") or "Pending")
+    if phase not in ("Succeeded", "Failed") and worker_over(pod):
+        # Every container has terminated and none restarts: the kubelet reports the phase
+        # this implies at its next sync (up to a second later); the Pod is over now.
+        codes = [
+            ((cs.get("state") or {}).get("terminated") or {}).get("exitCode")
+            for cs in status.get("containerStatuses") or []
+        ]
+        phase = "Succeeded" if all(c == 0 for c in codes) else "Failed"
     return PodStatus(
         name=str(meta.get("name", "")),
         node=spec.get("nodeName") or None,
-        phase=str(status.get("phase") or "Pending"),
+        phase=phase,
         reason=reason,
         message=message,
         restarts=restarts,

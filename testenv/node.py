@@ -1,0 +1,324 @@
+"""The real worker node ``gpu-node-09``: containerd v2 + Debian's runc + a kubelet built from
+the control plane's own Kubernetes module, joined to testenv's control plane.
+
+Its network is a namespace of its own (``rlark-node-<id>``), joined to this machine by a
+veth pair whose /30 testenv picks from 10.254.0.0/16 (free of every route here): the kubelet
+serves on the node end, the API server reaches it there, and the kubelet reaches the API
+server through ``testenv.forward`` on the host end (the API server itself stays on
+loopback). Pods get network namespaces of their own on a bridge inside the node's; nothing
+they do can leave the machine, and image pulls go to a closed port of the node's loopback.
+
+What this machine kind imposes (each also said where it is done):
+* no CAP_SYS_RESOURCE: runc cannot raise oom_score_adj, so the CRI clamps it;
+* cgroup v1 (hybrid): the kubelet is told ``failCgroupV1: false``, cgroupfs driver;
+* the kubelet sets a few kernel sysctls at start: their values are recorded before and
+  put back by ``down``.
+
+Everything machine-wide is named after this state dir's id (``ident()``): the network
+namespace, the veth pair, the cgroup root of the Pods; two checkouts never share one.
+``down`` stops every container, containerd, the kubelet and the forwarder (by pid), undoes
+the kubelet's mounts under the state dir, removes the cgroups, the namespace, the
+``/var/log/containers`` links and the sysctl changes: it leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from testenv import apt, build, image, proc
+from testenv.node_config import kubelet_kubeconfig, write_configs
+from testenv.node_host import (
+    RUN_CONTAINERD,
+    VAR_LOG_CONTAINERS,
+    cgroup_root,
+    cgroups_down,
+    cgroups_up,
+    in_netns,
+    net_up,
+    netns,
+    node_dir,
+    pick_subnet,
+    read_sysctls,
+    restore_sysctls,
+    sh,
+    sock,
+    veth,
+)
+from testenv.paths import state_root
+from testenv.state import State
+
+NODE_NAME = "gpu-node-09"
+POOL = "gpu-b"
+# The RLark cluster the node makes up (a Job role's `cluster`), as the profile names it.
+RLARK_CLUSTER = "rlark-testenv"
+GPUS = 8
+GPU_RESOURCE = "nvidia.com/gpu"
+
+
+# --- lifecycle -------------------------------------------------------------------------
+def _ctr(*args: str, timeout: float = 600) -> str:
+    ctr = str(build.RECIPES["containerd"].bin("ctr"))
+    return sh(ctr, "--address", str(sock()), "-n", "k8s.io", *args, timeout=timeout)
+
+
+def _import(archive: Path, ref: str) -> None:
+    digest = json.loads(_read_index(archive))["manifests"][0]["digest"]
+    listed = _ctr("images", "ls")
+    if any(ref in line and digest in line for line in listed.splitlines()):
+        return
+    _ctr("images", "import", "--snapshotter", "overlayfs", str(archive))
+
+
+def _read_index(archive: Path) -> str:
+    import tarfile
+
+    with tarfile.open(archive) as tf:
+        member = tf.extractfile("index.json")
+        assert member is not None
+        return member.read().decode()
+
+
+def healthy(node: dict[str, Any] | None, kubectl: Any) -> bool:
+    """Running, Ready, and holding the Worker image of the current sources."""
+    return _running(node, kubectl) and (node or {}).get("worker_key") == image.worker_key()
+
+
+def _running(node: dict[str, Any] | None, kubectl: Any) -> bool:
+    if not node:
+        return False
+    pids = node.get("pids") or {}
+    bins = _bins()
+    if not all(proc.alive(pids.get(c, 0), bins.get(c)) for c in ("containerd", "kubelet")):
+        return False
+    out = kubectl("get", "node", NODE_NAME, "-o", "json", check=False)
+    try:
+        conds = json.loads(out)["status"]["conditions"]
+    except (ValueError, KeyError):
+        return False
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in conds)
+
+
+def _bins() -> dict[str, str]:
+    return {
+        "containerd": str(build.RECIPES["containerd"].bin("containerd")),
+        "kubelet": str(build.RECIPES["kubelet"].bin("kubelet")),
+        "forward": os.path.realpath(sys.executable),
+    }
+
+
+def up(state: State, apiserver_port: int, kubeconfig: Path, ca: Path, kubectl: Any) -> None:
+    node = state.get("node")
+    if healthy(node, kubectl):
+        return
+    if node and _running(node, kubectl):
+        # Only the smoke workload changed: the new Worker image, imported into the node.
+        _import(image.worker_archive(), image.WORKER_IMAGE)
+        node["worker_key"] = image.worker_key()
+        return
+    if node:
+        down(state)
+    apt.ensure()
+    build.ensure(("kubelet", "containerd", "pause"))
+    pause, worker = image.pause_archive(), image.worker_archive()
+    net = pick_subnet()
+    hosts = list(net.hosts())
+    node = {
+        "netns": netns(),
+        "host_ip": str(hosts[0]),
+        "node_ip": str(hosts[1]),
+        "cgroup_root": cgroup_root(),
+        "sysctls": read_sysctls(),
+        "var_log_containers_existed": VAR_LOG_CONTAINERS.exists(),
+        "run_containerd_existed": RUN_CONTAINERD.exists(),
+        "pids": {},
+    }
+    state["node"] = node
+    d = node_dir()
+    d.mkdir(parents=True, exist_ok=True)
+    net_up(node)
+    cgroups_up()
+    files = write_configs(node, ca)
+    bins = _bins()
+    logs = state_root() / "logs"
+    fwd_port = proc.free_port()
+    node["pids"]["forward"] = proc.spawn(
+        [
+            sys.executable,
+            "-m",
+            "testenv.forward",
+            node["host_ip"],
+            str(fwd_port),
+            "127.0.0.1",
+            str(apiserver_port),
+        ],
+        logs / "node-forward.log",
+        dict(os.environ),
+        Path(__file__).resolve().parent.parent,
+    )
+    env = {
+        # containerd finds its shim next to itself; without /usr/sbin the kubelet finds no
+        # iptables and leaves this machine's firewall alone.
+        "PATH": os.pathsep.join(
+            [str(Path(bins["containerd"]).parent), "/usr/local/bin", "/usr/bin", "/bin"]
+        ),
+        "HOME": str(d),
+    }
+    node["pids"]["containerd"] = proc.spawn(
+        in_netns(bins["containerd"], "--config", str(files["containerd"])),
+        logs / "node-containerd.log",
+        env,
+        d,
+    )
+    _wait(lambda: sock().exists(), 30, "containerd socket")
+    _import(pause, image.PAUSE_IMAGE)
+    _import(worker, image.WORKER_IMAGE)
+    node["worker_key"] = image.worker_key()
+    kk = kubelet_kubeconfig(kubeconfig, node["host_ip"], fwd_port)
+    node["pids"]["kubelet"] = proc.spawn(
+        in_netns(
+            bins["kubelet"],
+            f"--config={files['kubelet']}",
+            f"--kubeconfig={kk}",
+            f"--root-dir={d / 'kubelet'}",
+            f"--cert-dir={d / 'kubelet-pki'}",
+            f"--hostname-override={NODE_NAME}",
+            f"--node-ip={node['node_ip']}",
+            f"--node-labels=rlark.io/pool={POOL},rlark.io/cluster={RLARK_CLUSTER},"
+            "nvidia.com/gpu.present=true",
+            "--v=2",
+        ),
+        logs / "node-kubelet.log",
+        env,
+        d,
+    )
+
+    def registered() -> bool:
+        return bool(kubectl("get", "node", NODE_NAME, check=False).strip())
+
+    _wait(registered, 120, f"node {NODE_NAME} registered")
+    # Fake GPUs, as a device plugin would advertise them: the real scheduler then places
+    # (or refuses) nvidia.com/gpu requests on this node.
+    kubectl(
+        "patch",
+        "node",
+        NODE_NAME,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps({"status": {"capacity": {GPU_RESOURCE: str(GPUS)}}}),
+    )
+    _wait(lambda: healthy(node, kubectl), 120, f"node {NODE_NAME} Ready")
+
+
+def _wait(probe: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not probe():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what}: not after {timeout:.0f}s (see .testenv/logs/node-*.log)")
+        time.sleep(0.2)
+
+
+def _our_shims() -> list[int]:
+    """containerd's shims run detached: ours are the ones that talk to our socket."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmd = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if cmd and cmd[0].endswith(b"containerd-shim-runc-v2") and str(sock()).encode() in cmd:
+            out.append(int(entry))
+    return out
+
+
+def down(state: State) -> list[str]:
+    """Stop and undo everything of the node; returns what could not be removed."""
+    node = state.get("node") or {}
+    pids = node.get("pids") or {}
+    bins = _bins()
+    if pids.get("kubelet"):
+        proc.stop(pids["kubelet"], bins["kubelet"], timeout=10)
+    # Every container and sandbox, before containerd goes (its shims would outlive it).
+    if pids.get("containerd") and proc.alive(pids["containerd"], bins["containerd"]):
+        with contextlib.suppress(RuntimeError, subprocess.TimeoutExpired):
+            for task in _ctr("tasks", "ls", "-q", timeout=30).split():
+                with contextlib.suppress(RuntimeError):
+                    _ctr("tasks", "kill", "-a", "-s", "SIGKILL", task, timeout=10)
+            time.sleep(0.5)
+            for task in _ctr("tasks", "ls", "-q", timeout=30).split():
+                with contextlib.suppress(RuntimeError):
+                    _ctr("tasks", "delete", "-f", task, timeout=10)
+        proc.stop(pids["containerd"], bins["containerd"], timeout=10)
+    for pid in _our_shims():
+        proc.stop(pid, None, timeout=5)
+    if pids.get("forward"):
+        proc.stop(pids["forward"], bins["forward"], timeout=5)
+    left = cgroups_down()
+    # The kubelet bind-mounts its root dir onto itself and mounts volumes under it.
+    d = str(node_dir())
+    mounts = [
+        line.split()[1]
+        for line in Path("/proc/self/mounts").read_text().splitlines()
+        if line.split()[1] == d or line.split()[1].startswith(d + "/")
+    ]
+    for m in sorted(mounts, key=len, reverse=True):
+        res = subprocess.run(["umount", m], capture_output=True, text=True)
+        if res.returncode != 0:
+            subprocess.run(["umount", "-l", m], capture_output=True)
+    if netns() in sh("ip", "netns", "list", check=False):
+        sh("ip", "netns", "del", netns(), check=False)  # the veth pair goes with it
+    host_if = veth()[0]
+    if Path(f"/sys/class/net/{host_if}").exists():
+        sh("ip", "link", "del", host_if, check=False)
+    # The kubelet always links container logs from /var/log/containers.
+    if VAR_LOG_CONTAINERS.is_dir():
+        for link in VAR_LOG_CONTAINERS.iterdir():
+            if link.is_symlink() and os.readlink(link).startswith(d + "/"):
+                link.unlink()
+        if not node.get("var_log_containers_existed", True):
+            with contextlib.suppress(OSError):
+                VAR_LOG_CONTAINERS.rmdir()
+    # containerd keeps shim sockets under /run/containerd/s whatever its state dir.
+    if not node.get("run_containerd_existed", True):
+        for sub in (RUN_CONTAINERD / "s", RUN_CONTAINERD):
+            with contextlib.suppress(OSError):
+                sub.rmdir()
+    if node.get("sysctls"):
+        restore_sysctls(node["sysctls"])
+    shutil.rmtree(node_dir(), ignore_errors=True)
+    if node_dir().exists():
+        left.append(str(node_dir()))
+    state.pop("node", None)
+    return left
+
+
+def status(state: State) -> dict[str, Any]:
+    node = state.get("node")
+    if not node:
+        return {"running": False}
+    bins = _bins()
+    comps = {
+        c: {
+            "pid": pid,
+            "alive": proc.alive(pid, bins.get(c)),
+            "rss_mib": round(proc.rss_kib(pid) / 1024, 1),
+        }
+        for c, pid in (node.get("pids") or {}).items()
+    }
+    return {
+        "name": NODE_NAME,
+        "netns": node.get("netns"),
+        "node_ip": node.get("node_ip"),
+        "images": [image.WORKER_IMAGE, image.PAUSE_IMAGE],
+        "components": comps,
+    }

@@ -1,0 +1,161 @@
+"""The real node's footprint on this machine: its names, network namespace, cgroups and the
+kernel settings the kubelet changes.
+
+Everything machine-wide is named after the state dir's id (``ident()``), so two checkouts
+never share a network namespace, a veth pair or a cgroup root.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import ipaddress
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from testenv.paths import state_root
+
+VAR_LOG_CONTAINERS = Path("/var/log/containers")
+RUN_CONTAINERD = Path("/run/containerd")
+# The kernel tunables the kubelet sets when protectKernelDefaults is false.
+SYSCTLS = (
+    "vm/overcommit_memory",
+    "vm/panic_on_oom",
+    "kernel/panic",
+    "kernel/panic_on_oops",
+    "kernel/keys/root_maxkeys",
+    "kernel/keys/root_maxbytes",
+)
+CGROUP_FS = Path("/sys/fs/cgroup")
+
+
+def ident() -> str:
+    return hashlib.sha256(str(state_root()).encode()).hexdigest()[:6]
+
+
+def netns() -> str:
+    return f"rlark-node-{ident()}"
+
+
+def veth() -> tuple[str, str]:
+    return f"rkn{ident()}h", f"rkn{ident()}n"
+
+
+def cgroup_root() -> str:
+    return f"rlark-node-{ident()}"
+
+
+def node_dir() -> Path:
+    return state_root() / "node"
+
+
+def sock() -> Path:
+    return node_dir() / "containerd" / "containerd.sock"
+
+
+def sh(*argv: str, check: bool = True, timeout: float = 60) -> str:
+    res = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    if check and res.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)}: {res.stderr.strip() or res.stdout.strip()}")
+    return res.stdout
+
+
+def in_netns(*argv: str) -> list[str]:
+    # nsenter joins only the network namespace: the node shares this machine's mounts, so
+    # what the kubelet mounts for a Pod is what runc sees, and `down` can undo it.
+    return ["nsenter", f"--net=/run/netns/{netns()}", "--", *argv]
+
+
+# --- network ---------------------------------------------------------------------------
+def pick_subnet() -> ipaddress.IPv4Network:
+    """A /30 of 10.254.0.0/16 that no address or route of this machine overlaps."""
+    used = []
+    for line in sh("ip", "-4", "-o", "addr").splitlines() + sh("ip", "-4", "route").splitlines():
+        for word in line.split():
+            with contextlib.suppress(ValueError):
+                used.append(ipaddress.ip_network(word, strict=False))
+    start, count = int(ipaddress.ip_address("10.254.0.0")), 1 << 14
+    base = int(ident(), 16) % count
+    for i in range(count):
+        cand = ipaddress.IPv4Network((start + ((base + i) % count) * 4, 30))
+        if not any(cand.overlaps(u) for u in used):
+            return cand
+    raise RuntimeError("no free /30 in 10.254.0.0/16 for the node's veth pair")
+
+
+def net_up(node: dict[str, Any]) -> None:
+    ns, (host_if, node_if) = netns(), veth()
+    if ns not in sh("ip", "netns", "list"):
+        sh("ip", "netns", "add", ns)
+    if not Path(f"/sys/class/net/{host_if}").exists():
+        sh("ip", "link", "add", host_if, "type", "veth", "peer", "name", node_if, "netns", ns)
+    sh("ip", "addr", "replace", f"{node['host_ip']}/30", "dev", host_if)
+    sh("ip", "link", "set", host_if, "up")
+    sh(*in_netns("ip", "addr", "replace", f"{node['node_ip']}/30", "dev", node_if))
+    sh(*in_netns("ip", "link", "set", node_if, "up"))
+    sh(*in_netns("ip", "link", "set", "lo", "up"))
+
+
+# --- cgroups and sysctls -------------------------------------------------------------
+def _hierarchies() -> list[Path]:
+    seen: set[str] = set()
+    out = []
+    for p in sorted(CGROUP_FS.iterdir()):
+        real = os.path.realpath(p)
+        if p.is_dir() and real not in seen:
+            seen.add(real)
+            out.append(Path(real))
+    return out
+
+
+def cgroups_up() -> None:
+    for h in _hierarchies():
+        d = h / cgroup_root()
+        d.mkdir(exist_ok=True)
+        if (h / "cpuset.cpus").exists() and "cgroup2" not in str(h):
+            # A new v1 cpuset is empty: give it its parent's CPUs and memory nodes.
+            for f in ("cpuset.cpus", "cpuset.mems"):
+                with contextlib.suppress(OSError):
+                    (d / f).write_text((h / f).read_text())
+
+
+def cgroups_down() -> list[str]:
+    """Kill what is left in our cgroups, then remove them deepest first."""
+    left = []
+    for h in _hierarchies():
+        root = h / cgroup_root()
+        if not root.is_dir():
+            continue
+        for procs in root.rglob("cgroup.procs"):
+            with contextlib.suppress(OSError):
+                for pid in procs.read_text().split():
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(int(pid), signal.SIGKILL)
+        dirs = sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts))
+        for d in [*dirs, root]:
+            for _ in range(50):
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.1)
+            if d.exists():
+                left.append(str(d))
+    return left
+
+
+def read_sysctls() -> dict[str, str]:
+    return {k: (Path("/proc/sys") / k).read_text().strip() for k in SYSCTLS}
+
+
+def restore_sysctls(saved: dict[str, str]) -> None:
+    for k, v in saved.items():
+        with contextlib.suppress(OSError):
+            if (Path("/proc/sys") / k).read_text().strip() != v:
+                (Path("/proc/sys") / k).write_text(v)

@@ -1,0 +1,96 @@
+"""The acceptance suite on the Kubernetes target, run as a release engineer runs it.
+
+``python -m pytest features/ --profile profiles/kubernetes.yaml`` in a subprocess, against
+testenv's real control plane and its real node (containerd + runc + kubelet running the
+Worker image: prepare script → real Ray head → the smoke workload), under the harness's
+least-privilege ServiceAccount, the checkpoint read back from testenv's S3 server after the
+Pod is gone. It runs in a directory of this test that links to the checkout's files (its
+rootdir), so its ``reports/`` are written there and the outer run's are left alone;
+``run-summary.json`` is read back from there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fixtures.testenv import KubeEnv, S3Env
+from testenv import state
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+RUNTIME = ("6.1", "6.2", "6.3", "1.1", "1.2", "6.4", "6.5")
+
+
+# What a run of the suite reads from a checkout (everything else it writes is reports/).
+CHECKOUT = (
+    "features",
+    "steps",
+    "fixtures",
+    "profiles",
+    "src",
+    "testenv",
+    "conftest.py",
+    "pyproject.toml",
+    ".testenv",
+)
+
+
+def run_features(tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedProcess[str], Any]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "KUBECONFIG"))}
+    # What `eval "$(testenv/testenv env)"` gives a user: boto3's standard chain for the S3
+    # server (the kubeconfig is the profile's own: the harness's ServiceAccount).
+    env.update({k: v for k, v in state.env_vars(state.load()).items() if k.startswith("AWS_")})
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    run = tmp_path / "checkout"
+    run.mkdir()
+    for name in CHECKOUT:
+        (run / name).symlink_to(REPO / name)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "features/",
+            "--profile",
+            "profiles/kubernetes.yaml",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            *extra,
+        ],
+        cwd=run,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    summary_file = run / "reports" / "run-summary.json"
+    assert summary_file.is_file(), res.stdout[-4000:] + res.stderr[-2000:]
+    return res, json.loads(summary_file.read_text())
+
+
+def test_the_features_pass_on_the_real_node(
+    kube_env: KubeEnv, s3_env: S3Env, tmp_path: Path
+) -> None:
+    """Every scenario, the @fault-injection ones included: each broken Job is red at its
+    check with the platform's own cause (the real scheduler, runtime, exit codes)."""
+    res, summary = run_features(tmp_path, "--fault-injection", "-rs")
+    tail = res.stdout[-6000:]
+    assert res.returncode == 0, tail
+    last = res.stdout.strip().splitlines()[-1]
+    assert "passed" in last and "skipped" not in last and "failed" not in last, last
+    checks = summary["checks"]
+    assert summary["verdict"] == "passed", summary.get("earliestFailure")
+    for check in RUNTIME:
+        assert checks.get(check) == "passed", (check, checks.get(check), tail)
+    assert summary.get("earliestFailure") is None, summary.get("earliestFailure")
+    # Nothing is left on the cluster: the Job and its Pod were deleted.
+    assert not kube_env.core().list_namespaced_pod(kube_env.namespace).items
