@@ -22,6 +22,7 @@ import textwrap
 import threading
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from safetensors.numpy import save
 
 from fixtures.testenv import KubeEnv, S3Env
 from rlark_acceptance.adapters import Happening, JobRef, Observation, SubmitRejected, open_adapter
+from rlark_acceptance.adapters.base import LeftoversRemoved
 from rlark_acceptance.adapters.kubernetes.adapter import KubernetesAdapter, KubernetesAdapterError
 from rlark_acceptance.adapters.kubernetes.stream import (
     MAX_ATTEMPTS,
@@ -543,6 +545,57 @@ def test_interrupt_deletes_what_the_adapter_created(
         "rlark.io", "v1alpha1", kube_namespace, "jobs"
     )
     assert all(j["metadata"].get("deletionTimestamp") for j in jobs["items"])  # going or gone
+
+
+def test_the_next_run_removes_what_a_killed_run_left_on_the_cluster(
+    platform: None,
+    kube_env: KubeEnv,
+    kube_namespace: str,
+    s3_env: S3Env,
+    profile: Profile,
+    tmp_path: Path,
+) -> None:
+    """SIGKILL runs no handler: the Job and its Worker stay until a later run removes them."""
+    path, _ = write_job(tmp_path, kube_namespace, s3_env.bucket)
+    argv = [str(PROFILE), str(kube_env.kubeconfig), kube_namespace, str(path)]
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert child.stdout is not None
+        ready = child.stdout.readline().split()
+        assert ready[:1] == ["READY"], [*ready, child.stdout.read()[-2000:]]
+        name = ready[1]
+        wait_for("the Worker Pod", lambda: job_pods(kube_env, kube_namespace, name))
+    finally:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+    jobs = kube_env.custom().list_namespaced_custom_object(
+        "rlark.io", "v1alpha1", kube_namespace, "jobs"
+    )
+    assert [j["metadata"]["name"] for j in jobs["items"]] == [name], "the killed run's Job stays"
+    # A Job of a live run (this process) in the same namespace is never touched.
+    (tmp_path / "live").mkdir()
+    live, _ = write_job(tmp_path / "live", kube_namespace, s3_env.bucket, name="rlinf-live")
+    job, manifest = load_job(live)
+    with pytest.warns(LeftoversRemoved, match=f"removed 1 Job.*: {name}$"):
+        first = open_adapter(profile)
+    try:
+        assert job_pods(kube_env, kube_namespace, name) == []
+        first_ref = first.submit(job, manifest)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", LeftoversRemoved)  # a live run's Job is not one
+            open_adapter(profile).close()
+        left = kube_env.custom().list_namespaced_custom_object(
+            "rlark.io", "v1alpha1", kube_namespace, "jobs"
+        )
+        assert {j["metadata"]["name"] for j in left["items"]} == {first_ref.name}
+    finally:
+        first.close()
 
 
 def test_standard_loading_rules_find_the_cluster(

@@ -31,6 +31,11 @@ class SubmitRejected(Exception):
     """The platform refused the Job (as the Kubernetes API answers 422 Invalid)."""
 
 
+class LeftoversRemoved(UserWarning):
+    """A run that died without cleaning up (SIGKILL) left Jobs or Pods behind; a later run
+    removed them."""
+
+
 @dataclass(frozen=True)
 class JobRef:
     name: str

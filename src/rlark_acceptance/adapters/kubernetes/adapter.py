@@ -11,7 +11,8 @@
   container has started, its followed log. Listing first is what replays the current
   state (and the log from its start) to an observation started late.
 - ``close()``, an atexit hook and SIGINT / SIGTERM handlers (chained to the previous ones)
-  delete every Job this adapter created.
+  delete every Job this adapter created; what a run killed outright left behind is removed
+  by the next adapter opened on the namespace (``owner.py``).
 
 Connection: ``target.kubeconfig`` / ``target.context``; with no kubeconfig, the standard
 loading rules ($KUBECONFIG, ``~/.kube/config``, then the in-cluster service account).
@@ -25,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +35,15 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 from rlark_acceptance.adapters import cleanup
-from rlark_acceptance.adapters.base import Event, JobRef, Observation, PodStatus, SubmitRejected
+from rlark_acceptance.adapters.base import (
+    Event,
+    JobRef,
+    LeftoversRemoved,
+    Observation,
+    PodStatus,
+    SubmitRejected,
+)
+from rlark_acceptance.adapters.kubernetes import owner
 from rlark_acceptance.adapters.kubernetes.stream import (
     Item,
     Stopper,
@@ -108,6 +118,42 @@ class KubernetesAdapter:
         self._pod_names: dict[tuple[str, str], set[str]] = {}
         self._lock = threading.RLock()
         cleanup.register(self, signals=opts.get("install_signal_handlers", True))
+        self._remove_dead_runs_jobs()
+
+    def _remove_dead_runs_jobs(self) -> None:
+        """Delete the Jobs a run on this host submitted and never removed because it was
+        killed outright; says so with a ``LeftoversRemoved`` warning."""
+        try:
+            jobs = get_json(
+                self.custom.list_namespaced_custom_object,
+                GROUP,
+                VERSION,
+                self.namespace,
+                PLURAL,
+                label_selector=owner.SELECTOR,
+            )
+        except Exception:  # no Job kind yet, or no list permission: nothing to judge
+            return
+        removed = []
+        for item in jobs.get("items") or []:
+            if not owner.owner_is_gone(item):
+                continue
+            meta = item["metadata"]
+            ref = JobRef(str(meta["name"]), str(meta.get("namespace") or self.namespace))
+            try:
+                self.delete(ref)
+            except Exception as e:  # noted, never in the way of this run
+                removed.append(f"{ref.name} (not removed: {e})")
+            else:
+                removed.append(ref.name)
+        if removed:
+            warnings.warn(
+                LeftoversRemoved(
+                    f"removed {len(removed)} Job(s) in {self.namespace} left by a run on this "
+                    f"host that died without cleaning up: {', '.join(removed)}"
+                ),
+                stacklevel=2,
+            )
 
     # --- submit -------------------------------------------------------------------------
     def submit(self, job: Job, manifest: str) -> JobRef:
@@ -117,6 +163,7 @@ class KubernetesAdapter:
             raise SubmitRejected(f"the Job YAML does not parse: {e}") from None
         if not isinstance(body, dict):
             raise SubmitRejected("the Job YAML is not a mapping")
+        owner.mark(body)  # so a later run can remove it if this one is killed outright
         ns = self.namespace
         attempts = 0
 

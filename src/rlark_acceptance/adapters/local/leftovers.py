@@ -16,6 +16,7 @@ import time
 import warnings
 from pathlib import Path
 
+from rlark_acceptance.adapters.base import LeftoversRemoved
 from rlark_acceptance.adapters.local.pod import remove_scratch, scratch_is_orphaned
 
 # Set in every process of a local Pod: how tests (and humans) find what a Pod left behind.
@@ -27,10 +28,6 @@ def mounted_below(path: Path) -> bool:
     prefix = str(path.resolve()).rstrip("/") + "/"
     with open("/proc/self/mountinfo") as fh:
         return any(line.split()[4].startswith(prefix) for line in fh)
-
-
-class LeftoversRemoved(UserWarning):
-    """A run that died without cleaning up (SIGKILL) left Pods behind; this run removed them."""
 
 
 def _pod_processes(uid: str) -> list[int]:
