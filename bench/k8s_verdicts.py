@@ -337,7 +337,9 @@ def _num(x: object) -> float | None:
 
 def _ratio(x: float | None, base: float | None) -> str:
     # A verdict at or before the watcher's sighting counts as 1 ms (the table's resolution).
-    return f"{x / max(base, 1e-3):.0f}x" if x is not None and base is not None else "—"
+    if x is None or base is None:
+        return "—"
+    return f"{max(x, 1e-3) / max(base, 1e-3):.0f}x"
 
 
 def _fmt(s: float | None) -> str:
