@@ -5,7 +5,7 @@
   machine has no GPUs, so its capacity is declared) and the requested GPUs against that
   count. A Pod that does not fit stays Pending / Unschedulable with a FailedScheduling Event.
 - A scheduled Pod is a process group in its own mount and PID namespaces (``unshare``) whose
-  init (``local_worker``) assembles the Pod's filesystem (``local_mounts``: a per-Pod scratch
+  init (``worker``) assembles the Pod's filesystem (``mounts``: a per-Pod scratch
   at ``/workspace`` and ``/tmp``, hostPath binds, object storage as an s3fs FUSE mount) and
   runs prepareScript, ``ray start --head`` and runScript in one ``bash``.
 - The "image" is this machine's environment: the image name is recorded, never pulled, and

@@ -1,6 +1,6 @@
 """What the local adapter hands to a Worker's init process: one JSON file per Pod.
 
-Shared by the adapter (which writes it) and ``local_worker`` (which runs inside the Pod's
+Shared by the adapter (which writes it) and ``worker`` (which runs inside the Pod's
 namespaces and reads it), so it imports only the standard library: the init starts fast.
 The spec never holds credentials; the S3 key pair travels in a separate 0600 file.
 """

@@ -3,7 +3,7 @@
 Started by the adapter as ``unshare --mount --pid --fork --kill-child --propagation private
 <python> -m rlark_acceptance.adapters.local.worker SPEC``. It
 
-1. assembles the Pod's filesystem (``local_mounts``) and mounts object storage with s3fs;
+1. assembles the Pod's filesystem (``mounts``) and mounts object storage with s3fs;
 2. reports ``started`` on the status pipe, then runs, in one ``bash`` chrooted into the Pod
    root, the role's prepareScript, ``ray start --head``, and the Job's runScript. Its
    stdout + stderr are inherited: they are the Pod log. The image's ENTRYPOINT is not used;
