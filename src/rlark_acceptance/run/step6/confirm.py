@@ -11,8 +11,9 @@ from rlark_acceptance.adapters.base import Adapter
 from rlark_acceptance.model.job import Job
 from rlark_acceptance.model.profile import Profile
 from rlark_acceptance.run.step6.first_signal import FirstSignal
+from rlark_acceptance.run.step6.journal import open_journal, sweep_dead_runs
 from rlark_acceptance.run.step6.listed import Listed
-from rlark_acceptance.run.step6.output import Output, locate
+from rlark_acceptance.run.step6.output import Location, Output, locate
 from rlark_acceptance.run.step6.outputs import keep_outputs_policy, output_root, settle_outputs
 from rlark_acceptance.run.step6.ray_head import RayHead
 from rlark_acceptance.run.step6.record import PHASES, PhaseResult, RunRecord
@@ -54,6 +55,14 @@ def confirm_running(
     # Located, and listed, before submitting: what is there already is not this run's.
     located = locate(adapter, job, ri.expected_output)
     outputs = locate(adapter, job, output_root(profile), known=located)
+    if delete_after and isinstance(outputs, Location) and sweep_dead_runs(outputs):
+        # A killed run's objects were removed: what is there before this run changed.
+        located = locate(adapter, job, ri.expected_output)
+        outputs = locate(adapter, job, output_root(profile), known=located)
+    # Held until the outputs are settled: if this run is killed outright, the next one
+    # removes what it wrote.
+    journaled = delete_after and policy != "always" and isinstance(outputs, Location)
+    journal = open_journal(outputs) if journaled and isinstance(outputs, Location) else None
     run = Step6Run(
         adapter,
         RunRecord(job=job),
@@ -88,8 +97,12 @@ def confirm_running(
             if rec.interrupted:
                 why = "not reached: the run was interrupted"
             rec.phases[check] = PhaseResult(check, "skipped", why)
-    if delete_after:
-        settle_outputs(run, outputs, policy)
+    try:
+        if delete_after:
+            settle_outputs(run, outputs, policy)
+    finally:
+        if journal is not None:
+            journal.close()
     if interrupt is not None:
         raise Interrupted(rec) from interrupt
     return rec

@@ -1,0 +1,131 @@
+"""What a run killed outright wrote at the persistent location, removed by the next run.
+
+A run removes what it wrote after it passes (``outputs.settle_outputs``), but SIGKILL runs no
+clean-up: its checkpoints would stay in the site's bucket for good, and the next run would
+count them as "there before" and never touch them. So before submitting, a run writes a
+journal of the location's listing (what was there already) into this machine's state
+directory and holds a lock on it until it has settled its outputs. A journal whose lock is
+free belongs to a run that died. The next run on the same location removes what is there
+now and was not in the dead run's listing, then the journal; while another live run holds a
+journal on that location nothing is removed (its writes could not be told apart).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import uuid
+import warnings
+from pathlib import Path
+from typing import IO, TYPE_CHECKING
+
+from rlark_acceptance.adapters.base import LeftoversRemoved
+from rlark_acceptance.storage import ObjectNotFound, Removable, StoreError
+
+if TYPE_CHECKING:
+    from rlark_acceptance.run.step6.output import Location
+
+
+def state_dir() -> Path:
+    base = os.environ.get("RLARK_ACCEPTANCE_STATE")
+    if base:
+        return Path(base) / "outputs"
+    xdg = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(xdg) / "rlark-acceptance" / "outputs"
+
+
+def _identity(loc: Location) -> str:
+    """The location across runs: the store's endpoint (two S3 servers may hold buckets of
+    the same name) and the path in it."""
+    return f"{getattr(loc.store, 'endpoint', '') or ''} {loc.where}".strip()
+
+
+class Journal:
+    """A live run's journal: held (locked) until ``close()``."""
+
+    def __init__(self, path: Path, fh: IO[str]) -> None:
+        self.path, self._fh = path, fh
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.path.unlink()
+        self._fh.close()  # releases the lock
+
+
+def open_journal(loc: Location) -> Journal | None:
+    """Journal ``loc``'s listing before submission; None when it has none to journal."""
+    if loc.baseline is None:
+        return None
+    folder = state_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{uuid.uuid4().hex}.json"
+        fh = path.open("w", encoding="utf-8")
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        json.dump({"where": _identity(loc), "baseline": sorted(loc.baseline)}, fh)
+        fh.flush()
+    except OSError:
+        return None  # no state directory: the run goes on, as it did without journals
+    return Journal(path, fh)
+
+
+def _held(path: Path) -> bool | None:
+    """Whether a live run holds the journal (None: it is gone or unreadable)."""
+    try:
+        with path.open(encoding="utf-8") as fh:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            return False
+    except OSError:
+        return None
+
+
+def sweep_dead_runs(loc: Location) -> list[str]:
+    """Remove from ``loc`` what runs that died there wrote; says so with a
+    ``LeftoversRemoved`` warning and returns the removed keys."""
+    folder = state_dir()
+    if not folder.is_dir():
+        return []
+    dead: list[tuple[Path, set[str]]] = []
+    for path in sorted(folder.glob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(data, dict) or data.get("where") != _identity(loc):
+            continue
+        held = _held(path)
+        if held:
+            return []  # a live run writes here too: its objects cannot be told apart
+        if held is False:
+            dead.append((path, {str(k) for k in data.get("baseline") or []}))
+    if not dead or not isinstance(loc.store, Removable):
+        return []
+    try:
+        try:
+            now = {o.key for o in loc.store.list(loc.prefix + "/" if loc.prefix else "")}
+        except ObjectNotFound:
+            now = set()
+        # What none of the dead runs found there before it started is what they wrote.
+        before = set.intersection(*(baseline for _, baseline in dead))
+        written = sorted(now - before)
+        if written:
+            loc.store.delete(written)
+    except StoreError:
+        return []  # the store is asked again by the next run; this one's verdict is its own
+    for path, _ in dead:
+        with contextlib.suppress(OSError):
+            path.unlink()
+    if written:
+        warnings.warn(
+            LeftoversRemoved(
+                f"removed {len(written)} object(s) from {loc.where} written by a run that "
+                "died without cleaning up"
+            ),
+            stacklevel=2,
+        )
+    return written

@@ -1,0 +1,128 @@
+"""What a run killed outright wrote is removed by the next run on that location (journal.py).
+
+The runs are real processes holding real locks; "killed outright" is a real SIGKILL.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from rlark_acceptance.adapters.base import LeftoversRemoved
+from rlark_acceptance.run.step6.journal import open_journal, state_dir, sweep_dead_runs
+from rlark_acceptance.run.step6.output import Location
+from rlark_acceptance.storage import FileStore, snapshot
+
+# A run: journal the location, write a checkpoint, then wait to be killed (or told to end).
+RUN = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from rlark_acceptance.run.step6.journal import open_journal
+    from rlark_acceptance.run.step6.output import Location
+    from rlark_acceptance.storage import FileStore, snapshot
+
+    root, name = sys.argv[1:]
+    store = FileStore(root)
+    journal = open_journal(Location(store, "", snapshot(store, "")))
+    assert journal is not None
+    (Path(root) / name).write_bytes(b"checkpoint")
+    print("READY", flush=True)
+    time.sleep(300)
+    """)
+
+
+@pytest.fixture
+def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("RLARK_ACCEPTANCE_STATE", str(tmp_path / "state"))
+    return state_dir()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> FileStore:
+    root = tmp_path / "bucket"
+    root.mkdir()
+    (root / "earlier-run.bin").write_bytes(b"there before")
+    return FileStore(root)
+
+
+Run = Callable[[str], "subprocess.Popen[str]"]
+
+
+def location(store: FileStore) -> Location:
+    return Location(store, "", snapshot(store, ""))
+
+
+@pytest.fixture
+def start_run(store: FileStore) -> Iterator[Callable[[str], subprocess.Popen[str]]]:
+    started: list[subprocess.Popen[str]] = []
+
+    def start(name: str) -> subprocess.Popen[str]:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", RUN, str(store.root), name],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=os.environ.copy(),
+        )
+        started.append(proc)
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "READY"
+        return proc
+
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+
+
+def killed(proc: subprocess.Popen[str]) -> None:
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+
+
+def test_the_next_run_removes_what_a_killed_run_wrote(
+    state: Path, store: FileStore, start_run: Run
+) -> None:
+    killed(start_run("global_step_2.bin"))
+    assert (store.root / "global_step_2.bin").exists() and list(state.glob("*.json"))
+    with pytest.warns(LeftoversRemoved, match="removed 1 object"):
+        removed = sweep_dead_runs(location(store))
+    assert removed == ["global_step_2.bin"]
+    assert sorted(p.name for p in store.root.iterdir()) == ["earlier-run.bin"]
+    assert not list(state.glob("*.json")), "the dead run's journal is gone with its objects"
+
+
+def test_nothing_is_removed_while_a_live_run_writes_there(
+    state: Path, store: FileStore, start_run: Run
+) -> None:
+    killed(start_run("dead.bin"))
+    live = start_run("live.bin")
+    assert sweep_dead_runs(location(store)) == []
+    assert {"dead.bin", "live.bin"} <= {p.name for p in store.root.iterdir()}
+    killed(live)
+    with pytest.warns(LeftoversRemoved, match="removed 2 object"):
+        assert sorted(sweep_dead_runs(location(store))) == ["dead.bin", "live.bin"]
+
+
+def test_another_locations_journal_is_left_alone(
+    state: Path, store: FileStore, start_run: Run, tmp_path: Path
+) -> None:
+    killed(start_run("elsewhere.bin"))
+    other = tmp_path / "other-bucket"
+    other.mkdir()
+    assert sweep_dead_runs(location(FileStore(other))) == []
+    assert (store.root / "elsewhere.bin").exists() and list(state.glob("*.json"))
+
+
+def test_a_run_that_settles_its_outputs_leaves_no_journal(state: Path, store: FileStore) -> None:
+    journal = open_journal(location(store))
+    assert journal is not None and journal.path.exists()
+    journal.close()
+    assert not list(state.glob("*.json"))
+    assert sweep_dead_runs(location(store)) == []
