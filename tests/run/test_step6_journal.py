@@ -16,7 +16,12 @@ from pathlib import Path
 import pytest
 
 from rlark_acceptance.adapters.base import LeftoversRemoved
-from rlark_acceptance.run.step6.journal import open_journal, state_dir, sweep_dead_runs
+from rlark_acceptance.run.step6.journal import (
+    FORGET_AFTER_S,
+    open_journal,
+    state_dir,
+    sweep_dead_runs,
+)
 from rlark_acceptance.run.step6.output import Location
 from rlark_acceptance.storage import FileStore, snapshot
 
@@ -126,3 +131,19 @@ def test_a_run_that_settles_its_outputs_leaves_no_journal(state: Path, store: Fi
     journal.close()
     assert not list(state.glob("*.json"))
     assert sweep_dead_runs(location(store)) == []
+
+
+def test_a_dead_journal_of_a_location_nobody_returns_to_is_forgotten_in_time(
+    state: Path, store: FileStore, start_run: Run, tmp_path: Path
+) -> None:
+    killed(start_run("abandoned.bin"))
+    (journal,) = state.glob("*.json")
+    other = tmp_path / "other-bucket"
+    other.mkdir()
+    sweep_dead_runs(location(FileStore(other)))
+    assert journal.exists(), "a recent journal is kept for its location's next run"
+    old = journal.stat().st_mtime - FORGET_AFTER_S - 60
+    os.utime(journal, (old, old))
+    sweep_dead_runs(location(FileStore(other)))
+    assert not journal.exists()
+    assert (store.root / "abandoned.bin").exists(), "forgetting a journal removes no object"

@@ -16,6 +16,7 @@ import contextlib
 import fcntl
 import json
 import os
+import time
 import uuid
 import warnings
 from pathlib import Path
@@ -26,6 +27,11 @@ from rlark_acceptance.storage import ObjectNotFound, Removable, StoreError
 
 if TYPE_CHECKING:
     from rlark_acceptance.run.step6.output import Location
+
+
+# A dead run's journal of a location no run has come back to (a test server's port, a
+# profile since changed) is forgotten after this long; the objects it names are not touched.
+FORGET_AFTER_S = 14 * 24 * 3600.0
 
 
 def state_dir() -> Path:
@@ -84,6 +90,12 @@ def _held(path: Path) -> bool | None:
         return None
 
 
+def _forget_if_stale(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        if time.time() - path.stat().st_mtime > FORGET_AFTER_S and _held(path) is False:
+            path.unlink()
+
+
 def sweep_dead_runs(loc: Location) -> list[str]:
     """Remove from ``loc`` what runs that died there wrote; says so with a
     ``LeftoversRemoved`` warning and returns the removed keys."""
@@ -97,6 +109,7 @@ def sweep_dead_runs(loc: Location) -> list[str]:
         except (OSError, ValueError):
             continue
         if not isinstance(data, dict) or data.get("where") != _identity(loc):
+            _forget_if_stale(path)
             continue
         held = _held(path)
         if held:
