@@ -12,11 +12,13 @@ the file is not what this script writes.
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import re
 import sys
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "docs" / "checks.md"
@@ -39,8 +41,8 @@ YAML and the run information; **cluster** checks read the target cluster's nodes
 
 For each check: what the page asks, the page's remedy when it fails (the run record's
 `hint`), the feature files whose scenarios carry its tag (`@check-<ID>`; run them with
-`./run acceptance -m check-<ID>`), the code that decides it and the test modules that
-name it.
+`./run acceptance -m check-<ID>`), the step definitions that verify it (the When and
+Then lines of those scenarios), the code that decides it and the test modules that name it.
 
 This file is written by `docs/checkmap.py`; do not edit it by hand.
 """
@@ -81,6 +83,53 @@ def runtime_code_by_check() -> dict[str, list[str]]:
     return {k: sorted(v) for k, v in out.items()}
 
 
+def _step_definitions() -> list[tuple[str, Any, str]]:
+    """(step type, parser, ``steps/module.py:function``) of every step definition.
+
+    pytest-bdd keeps a step's parser in the closure of the fixture it registers; reading it
+    from there is what lets this map name the function a step line runs.
+    """
+    out = []
+    for path in sorted((ROOT / "steps").glob("*_steps.py")):
+        module = importlib.import_module(f"steps.{path.stem}")
+        for name, obj in vars(module).items():
+            if not name.startswith("pytestbdd_stepdef_"):
+                continue
+            fn = obj._get_wrapped_function()
+            ctx = inspect.getclosurevars(fn).nonlocals["context"]
+            out.append((ctx.type, ctx.parser, f"{_rel(path)}:{ctx.step_func.__name__}"))
+    return out
+
+
+def then_steps_by_check() -> dict[str, list[str]]:
+    """The step functions that verify each check: the When and Then lines of its scenarios."""
+    from gherkin.parser import Parser
+    from gherkin.token_scanner import TokenScanner
+
+    defs = _step_definitions()
+    out: dict[str, set[str]] = defaultdict(set)
+    for feature in sorted((ROOT / "features").glob("*.feature")):
+        doc: Any = Parser().parse(TokenScanner(feature.read_text(encoding="utf-8")))
+        feature_tags = [t["name"] for t in doc["feature"].get("tags", [])]
+        for child in doc["feature"]["children"]:
+            scenario = child.get("scenario")
+            if not scenario:
+                continue
+            tags = feature_tags + [t["name"] for t in scenario.get("tags", [])]
+            checks = [m.group(1) for t in tags if (m := _TAG.match(t))]
+            kind = "given"
+            for step in scenario["steps"]:
+                word = step["keyword"].strip().lower()
+                kind = word if word in ("given", "when", "then") else kind
+                if kind == "given":
+                    continue
+                for typ, parser, where in defs:
+                    if typ == kind and parser.is_matching(step["text"]):
+                        for c in checks:
+                            out[c].add(where)
+    return {k: sorted(v) for k, v in out.items()}
+
+
 def tests_by_check() -> dict[str, list[str]]:
     """Test modules that name a check ID as a string (``"6.2"``, ``'3.4'``)."""
     out: dict[str, set[str]] = defaultdict(set)
@@ -93,13 +142,14 @@ def tests_by_check() -> dict[str, list[str]]:
 
 
 def render() -> str:
-    sys.path.insert(0, str(ROOT / "src"))
+    sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
     from rlark_acceptance.model.doc_checks import CHECKS
 
     scenarios = scenarios_by_check()
     static = static_code_by_check()
     runtime = runtime_code_by_check()
     tests = tests_by_check()
+    steps = then_steps_by_check()
     lines = [HEADER]
     section = None
     for c in CHECKS:
@@ -114,6 +164,7 @@ def render() -> str:
             f"- The page asks: {c.says}",
             f"- Remedy: {c.remedy}",
             "- Scenarios: " + _list(features, "none"),
+            "- Steps: " + _list(steps.get(c.id, []), "none"),
             "- Code: " + _list(code, "none"),
             "- Tests: " + _list(tests.get(c.id, []), "the scenarios"),
             "",
