@@ -22,12 +22,12 @@ so far) and ``redaction`` (texts, values, trees). This module
 is the public face.
 """
 
+from rlark_acceptance.model.keypath import dotted
 from rlark_acceptance.preflight.secrets.hits import REDACTED, SecretHit
 from rlark_acceptance.preflight.secrets.names import secret_name_kind
 from rlark_acceptance.preflight.secrets.redaction import redact, redact_tree, redact_value
 from rlark_acceptance.preflight.secrets.scan import (
     TreePath,
-    dotted,
     scan_script,
     scan_tree,
     scan_value,

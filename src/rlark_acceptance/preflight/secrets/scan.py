@@ -6,6 +6,7 @@ import bisect
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from rlark_acceptance.model.keypath import KeyPath
 from rlark_acceptance.preflight.secrets.formats import b64_found, format_found
 from rlark_acceptance.preflight.secrets.hits import Found, SecretHit, to_hit
 from rlark_acceptance.preflight.secrets.memory import remember
@@ -104,15 +105,8 @@ def value_found(name: str | None, value: str) -> list[Found]:
     return sorted(found, key=lambda f: (f.start, f.kind))
 
 
-TreePath = tuple[str | int, ...]
-
-
-def dotted(path: TreePath) -> str:
-    """``("spec", "roles", 0, "env")`` as ``spec.roles[0].env``."""
-    out = ""
-    for p in path:
-        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
-    return out
+# A key path into the scanned document: the model's one key path type.
+TreePath = KeyPath
 
 
 def scan_tree(obj: Any, path: TreePath = ()) -> list[tuple[TreePath, SecretHit]]:
