@@ -11,6 +11,7 @@ log streaming, deletion through the garbage collector) is the real Kubernetes ma
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import io
 import json
@@ -507,17 +508,14 @@ CHILD = textwrap.dedent("""
     """)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_interrupt_deletes_what_the_adapter_created(
-    platform: None,
-    kube_env: KubeEnv,
-    kube_namespace: str,
-    s3_env: S3Env,
-    tmp_path: Path,
-    sig: signal.Signals,
-) -> None:
-    path, _ = write_job(tmp_path, kube_namespace, s3_env.bucket)
-    argv = [str(PROFILE), str(kube_env.kubeconfig), kube_namespace, str(path)]
+@contextlib.contextmanager
+def run_submitting_child(
+    kube_env: KubeEnv, namespace: str, bucket: str, tmp_path: Path
+) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """Another harness process that has submitted a Job and watches it; yields it and the
+    Job's name once the Worker Pod exists. Killed at the end if it still runs."""
+    path, _ = write_job(tmp_path, namespace, bucket)
+    argv = [str(PROFILE), str(kube_env.kubeconfig), namespace, str(path)]
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD, *argv],
         stdout=subprocess.PIPE,
@@ -530,13 +528,26 @@ def test_interrupt_deletes_what_the_adapter_created(
         ready = child.stdout.readline().split()
         assert ready[:1] == ["READY"], [*ready, child.stdout.read()[-2000:]]
         name = ready[1]
-        wait_for("the Worker Pod", lambda: job_pods(kube_env, kube_namespace, name))
-        child.send_signal(sig)
-        out, _ = child.communicate(timeout=30)
+        wait_for("the Worker Pod", lambda: job_pods(kube_env, namespace, name))
+        yield child, name
     finally:
         if child.poll() is None:
             os.killpg(child.pid, signal.SIGKILL)
             child.wait()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_interrupt_deletes_what_the_adapter_created(
+    platform: None,
+    kube_env: KubeEnv,
+    kube_namespace: str,
+    s3_env: S3Env,
+    tmp_path: Path,
+    sig: signal.Signals,
+) -> None:
+    with run_submitting_child(kube_env, kube_namespace, s3_env.bucket, tmp_path) as (child, name):
+        child.send_signal(sig)
+        out, _ = child.communicate(timeout=30)
     # The cleanup ran, then the previous handler: SIGTERM's default action, or Python's
     # KeyboardInterrupt, which ends the interpreter by the same signal.
     assert child.returncode == -sig, out
@@ -556,22 +567,7 @@ def test_the_next_run_removes_what_a_killed_run_left_on_the_cluster(
     tmp_path: Path,
 ) -> None:
     """SIGKILL runs no handler: the Job and its Worker stay until a later run removes them."""
-    path, _ = write_job(tmp_path, kube_namespace, s3_env.bucket)
-    argv = [str(PROFILE), str(kube_env.kubeconfig), kube_namespace, str(path)]
-    child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, *argv],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        assert child.stdout is not None
-        ready = child.stdout.readline().split()
-        assert ready[:1] == ["READY"], [*ready, child.stdout.read()[-2000:]]
-        name = ready[1]
-        wait_for("the Worker Pod", lambda: job_pods(kube_env, kube_namespace, name))
-    finally:
+    with run_submitting_child(kube_env, kube_namespace, s3_env.bucket, tmp_path) as (child, name):
         os.killpg(child.pid, signal.SIGKILL)
         child.wait()
     jobs = kube_env.custom().list_namespaced_custom_object(
