@@ -66,6 +66,8 @@ POSITIVES: list[tuple[str, str, Callable[[], str], str]] = [
     ("aws-doc-key-id", "AWS_ACCESS_KEY_ID", lambda: AWS_DOC_KEY_ID, "aws-access-key"),
     ("aws-key-id", "S3_ACCESS", lambda: "AK" + "IA" + rand(string.ascii_uppercase, 16), "aws-access-key"),  # noqa: E501
     ("aws-secret", "AWS_SECRET_ACCESS_KEY", lambda: rand(ALNUM + "/+", 40), "cloud-secret-key"),
+    # Base64 keys may start with "/": a key, not a path (no "+" in it, to prove the shape).
+    ("aws-secret-slash", "AWS_SECRET_ACCESS_KEY", lambda: "/" + mixed(39), "cloud-secret-key"),
     ("minio-secret", "MINIO_SECRET_KEY", lambda: rand(ALNUM, 32), "cloud-secret-key"),
     ("s3-camel", "secretAccessKey", lambda: rand(ALNUM, 40), "cloud-secret-key"),
     ("github-classic", "GH_AUTH", lambda: "gh" + "p_" + rand(ALNUM, 36), "github-token"),
@@ -257,6 +259,8 @@ NEGATIVE_VALUES: list[tuple[str | None, str]] = [
     ("SSL_KEY_PATH", "/etc/ssl/private/tls.key"),
     ("SECRETS_DIR", "/var/run/secrets"),
     ("HF_TOKEN", "/var/run/secrets/hf/token"),
+    ("HF_TOKEN", "/opt/MyApplicationSecrets/token"),
+    ("HF_TOKEN", "/mnt/models/Qwen2.5-VL-7B-Instruct/tokenizer.json"),
     ("HF_TOKEN", "secrets/hf_token.txt"),
     ("GOOGLE_APPLICATION_CREDENTIALS", "/var/secrets/google/key.json"),
     ("HF_TOKEN", "${HF_TOKEN}"),

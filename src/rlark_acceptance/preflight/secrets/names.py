@@ -6,6 +6,7 @@ A literal value of a secret-named variable is a hit; references (``${HF_TOKEN}``
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -112,6 +113,11 @@ _REL_PATH = re.compile(
     r"|[\w.\-]+\.(?i:txt|json|pem|key|ya?ml|env|cfg|conf|ini|crt|p12|pfx|jks|toml|token)"
 )
 _URL_REF = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://\S*")
+# Base64 secrets (AWS secret access keys) may start with "/" and contain more: a leading "/"
+# alone does not make a value a path. A key switches between upper case, lower case and
+# digits at about two of three characters (~25 times in 40); a path's words do so rarely.
+_KEY_MIN_LENGTH = 30
+_KEY_MIN_SWITCHES = 12
 _PLACEHOLDER = re.compile(
     r"<[^<>]*>|\{\{.*\}\}|\*+|[xX]{3,}|\.\.\.|…|(?i:redacted|str|string|bytes|any)"
     r"|(?i:.*placeholder.*|your[-_ ]?\w*)"
@@ -130,6 +136,19 @@ def _unquote(value: str) -> str:
     return v
 
 
+def _class(c: str) -> int:
+    return 0 if c.isupper() else 1 if c.islower() else 2 if c.isdigit() else 3
+
+
+def _looks_like_a_key(v: str) -> bool:
+    """A base64 key that happens to contain "/" (a path has no "+" and reads as words)."""
+    if "+" in v:
+        return True
+    chars = [_class(c) for c in v if c.isalnum()]
+    switches = sum(a != b for a, b in itertools.pairwise(chars))
+    return len(v) >= _KEY_MIN_LENGTH and switches >= _KEY_MIN_SWITCHES
+
+
 def is_literal(value: str) -> bool:
     """True when ``value`` is a literal secret, not a reference, path, flag or setting."""
     v = _unquote(value).rstrip(",")
@@ -143,7 +162,9 @@ def is_literal(value: str) -> bool:
         # Booleans and short numbers (ports, counts, 4096): settings, not secrets. Numbers of
         # six or more digits stay suspicious (DB_PASSWORD=123456).
         return False
-    if v.startswith(("/", "./", "../", "~/", "file:")) or _REL_PATH.fullmatch(v):
+    if (
+        v.startswith(("/", "./", "../", "~/", "file:")) and not _looks_like_a_key(v)
+    ) or _REL_PATH.fullmatch(v):
         return False  # a path to a mounted secret file is the recommended pattern
     if _URL_REF.fullmatch(v) and not URL_CREDS.search(v):
         return False  # vault://..., https://secret-manager/...; URL credentials have own rule
