@@ -63,6 +63,7 @@ class Platform:
         self.core = client.CoreV1Api(api)
         self.mount_root = mount_root
         self._seen: set[str] = set()
+        self._releasing: set[str] = set()  # a deleted Job is reported twice (marked, gone)
         self._lock = threading.Lock()
 
     # --- Jobs --------------------------------------------------------------------------
@@ -70,6 +71,10 @@ class Platform:
         meta = job["metadata"]
         uid = meta["uid"]
         if kind == "DELETED" or meta.get("deletionTimestamp"):
+            with self._lock:
+                if uid in self._releasing:
+                    return
+                self._releasing.add(uid)
             threading.Thread(target=self._release, args=(job,), daemon=True).start()
             return
         with self._lock:

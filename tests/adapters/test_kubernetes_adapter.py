@@ -52,7 +52,7 @@ from rlark_acceptance.model.job import JOB_NAME_LABEL, ROLE_LABEL, Job, read_job
 from rlark_acceptance.model.profile import Profile, Target, load_profile
 from rlark_acceptance.preflight.entry import preflight_profile
 from rlark_acceptance.run.acceptance import manifest_of
-from rlark_acceptance.run.confirm_running import RunRecord, confirm_running
+from rlark_acceptance.run.step6 import RunRecord, confirm_running
 from rlark_acceptance.storage import FileStore, S3Store
 from testenv import rlark_platform, state
 
