@@ -90,6 +90,10 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
     [{rt}.cni]
       bin_dirs = ["{CNI_BIN}"]
       conf_dir = "{cni}"
+  # NRI's socket defaults to a machine-wide path (/var/run/nri/nri.sock): a second
+  # checkout's node would find it taken. Each node keeps its own beside containerd's.
+  [plugins.'io.containerd.nri.v1.nri']
+    socket_path = "{ctd / "nri.sock"}"
   [plugins.'io.containerd.grpc.v1.cri']
     stream_server_address = "127.0.0.1"
     stream_server_port = "0"
