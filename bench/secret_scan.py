@@ -63,8 +63,8 @@ def measure(rounds: int, config_dirs: list[str]) -> dict[str, Any]:
                 for f in result.findings
                 if f.code.startswith("secret-") and f.location and f.location.file == str(path)
             ]
-            if case.secret:
-                pieces = {case.secret[i : i + 8] for i in range(max(1, len(case.secret) - 7))}
+            if case.planted:
+                pieces = {case.planted[i : i + 8] for i in range(max(1, len(case.planted) - 7))}
                 echoed += any(p in f.message for f in hits for p in pieces)
             if not case.kinds:
                 false_pos += bool(hits)

@@ -30,7 +30,7 @@ class Case:
     text: str
     kinds: frozenset[str]  # empty: a benign lookalike
     line: int | None  # 1-based line of the secret
-    secret: str | None  # what must never be echoed
+    planted: str | None  # what must never be echoed
 
 
 def _job_with(place: str, snippet: str) -> tuple[str, int]:
@@ -146,8 +146,20 @@ def build(seed: int = 15) -> list[Case]:
         {"auth-header"},
         None,
     )
-    job("--password flag", "runScript", f"python train.py --password {pw}", {"secret-variable"}, pw)
-    job("sshpass -p", "prepareScript", f"sshpass -p {pw} ssh node true", {"secret-variable"}, pw)
+    job(
+        "long password option",
+        "runScript",
+        f"python train.py --password {pw}",
+        {"secret-variable"},
+        pw,
+    )
+    job(
+        "sshpass with -p",
+        "prepareScript",
+        f"sshpass -p {pw} ssh node true",
+        {"secret-variable"},
+        pw,
+    )
     job(
         ".netrc literal",
         "prepareScript",

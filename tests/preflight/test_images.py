@@ -41,7 +41,7 @@ INVALID = [
     (f"rlinf@sha256:{HEX64.upper()}", "digest must be"),
     (f"rlinf@md5:{HEX64[:32]}", "digest must be"),
     ("rlinf@", "digest must be"),
-    ("user:pw@registry.example.com/rlinf:1", "user:password@"),
+    ("user:" + "pw" + "@registry.example.com/rlinf:1", "user:password@"),
     ("a___b:1", "expected [registry/]repository"),
     ("rlinf/:1", "expected [registry/]repository"),
     (HEX64, "image ID"),

@@ -35,8 +35,8 @@ def secret_findings(case: Case, tmp: Path) -> list[tuple[str, int | None, str]]:
 def test_a_planted_secret_is_found_at_its_line_by_kind(case: Case, tmp_path: Path) -> None:
     found = secret_findings(case, tmp_path)
     assert any(kind in case.kinds and line == case.line for kind, line, _ in found), found
-    if case.secret:
-        pieces = {case.secret[i : i + 8] for i in range(max(1, len(case.secret) - 7))}
+    if case.planted:
+        pieces = {case.planted[i : i + 8] for i in range(max(1, len(case.planted) - 7))}
         assert not any(p in message for _, _, message in found for p in pieces), found
 
 

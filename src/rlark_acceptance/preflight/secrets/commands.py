@@ -56,9 +56,9 @@ _TABLE: tuple[tuple[str, str, str], ...] = (
      rf"mc{_G}(?:alias{_G}set|config{_G}host{_G}add){_G}{_W}{_G}{_W}{_G}{_W}{_G}{_V}"),
     ("kubectl create secret --from-literal", _ARG,
      rf"kubectl{_G}create{_G}secret\b[^\n;&|]*?--from-literal=[\w.-]+={_V}"),
-    ("a credential piped to a login", _ARG,
+    ("a login's standard input", _ARG,
      rf"(?:echo|printf)(?:{_G}-[neE]+)?{_G}{_V}[ \t]*\|[ \t]*(?:{_STDIN_READERS})"),
-    ("a credential on a login's standard input", _ARG,
+    ("a login's standard input", _ARG,
      rf"(?:{_STDIN_READERS})[^\n|;&]*<<<[ \t]*{_V}"),
 )  # fmt: skip
 _RULES = tuple((name, kind, re.compile(_START + regex)) for name, kind, regex in _TABLE)

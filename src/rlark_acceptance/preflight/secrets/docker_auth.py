@@ -1,8 +1,8 @@
 """Registry credentials in Docker's auth config (``~/.docker/config.json``, ``DOCKER_AUTH_CONFIG``).
 
 Docker keeps a registry login as ``{"auths": {"<host>": {"auth": "<base64 of user:password>"}}}``;
-a Job that writes that file, or passes it in an env value, carries the password base64-encoded,
-where no format rule sees it. An ``auth`` field counts when it decodes to ``user:password``
+a Job that writes that file, or passes it in an env value, carries the password in base64, where
+no format rule sees it. An ``auth`` field counts when it decodes to ``user:password``
 with a literal password; the whole config given as base64 (a Kubernetes
 ``.dockerconfigjson`` value, ``echo <b64> | base64 -d > config.json``) is decoded by the
 scanner's base64 rule and lands here as JSON. ``"password"`` and ``"identitytoken"`` fields

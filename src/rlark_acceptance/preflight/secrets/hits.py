@@ -40,7 +40,7 @@ KIND_TEXT: dict[str, str] = {
     "url-credentials": "credentials embedded in a URL",
     "registry-credentials": "credentials embedded in an image reference",
     "auth-header": "literal Authorization header credential",
-    "command-argument": "literal credential given as a command's argument",
+    "command-argument": "literal credential given to a command",
     "docker-auth": "registry credentials in a Docker auth config",
     "secret-variable": "literal secret value",
 }

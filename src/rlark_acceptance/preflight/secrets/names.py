@@ -118,10 +118,12 @@ _URL_REF = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://\S*")
 # digits at about two of three characters (~25 times in 40); a path's words do so rarely.
 _KEY_MIN_LENGTH = 30
 _KEY_MIN_SWITCHES = 12
-# A printf / format slot (`password %s`, `{}`, `{0}`) is filled in at run time.
+# A printf / format slot (`password %s`, `{}`, `{0}`) is filled in at run time; a capital
+# letter or an upper-case name of a secret (`wandb login KEY`, `-p PASSWORD`) is prose.
 _PLACEHOLDER = re.compile(
     r"<[^<>]*>|\{\{.*\}\}|\*+|[xX]{3,}|\.\.\.|…|(?i:redacted|str|string|bytes|any)"
-    r"|%[-+ #0-9.]*[a-zA-Z](?:\\[ntr])*|\{\d*\}"
+    r"|%[-+ #0-9.]*[a-zA-Z](?:\\+[ntr])*|\{\d*\}"
+    r"|[A-Z]|(?:[A-Z]+_)*(?:KEY|PASSWORD|SECRET|TOKEN|PASS|VALUE|CREDENTIALS?)"
     r"|(?i:.*placeholder.*|your[-_ ]?\w*)"
 )
 # A name-like value (another variable, attribute chain, subscript, format field, the start of
