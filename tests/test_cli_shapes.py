@@ -112,6 +112,14 @@ NODE_CASES = [
         4,
         "is not a count",
     ),
+    (
+        "kind: NodeList\nitems:\n- metadata: {name: a}\n  status:\n    conditions:\n"
+        "    - {type: Ready, status: true}\n",
+        6,
+        "status.conditions[0].status must be text",
+    ),
+    ("kind: NodeList\nitems:\n- metadata: {name: [a]}\n", 3, "metadata.name must be text"),
+    ("kind: Node\nmetadata: {name: a, labels: {x: {y: 1}}}\n", 2, "a label value must be text"),
 ]
 
 
@@ -126,3 +134,13 @@ def test_a_node_list_of_the_wrong_shape_exits_2_at_its_line(
     err = capsys.readouterr().err.strip().splitlines()
     assert status == 2 and len(err) == 1, err
     assert f"{nodes}:{line}:" in err[0] and text in err[0], err
+
+
+def test_a_config_dir_that_does_not_exist_exits_2_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = CONFIG / "frankasim_ppo_mlp.yaml"
+    missing = tmp_path / "nope"
+    status = main(["preflight", "--rlinf-config", str(cfg), "--config-dir", str(missing)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and err == [f"rlark-acceptance: --config-dir {missing}: no such directory"]

@@ -612,3 +612,80 @@ def test_redact_tree_keeps_the_structure_and_removes_secret_values() -> None:
         ("hub_token", "secret-variable"),
         ("env[1].value", "secret-variable"),
     }
+
+
+# ------------------------------------------------- well-known tools and Docker's auth config
+
+
+@pytest.mark.parametrize(
+    ("template", "kind", "name"),
+    [
+        ("aws configure set aws_secret_access_key {s}", "cloud-secret-key", None),
+        ("wandb login {s}", "command-argument", "wandb login"),
+        (
+            "wandb login --relogin --host https://wandb.example.com {s}",
+            "command-argument",
+            "wandb login",
+        ),
+        ("docker login -u bob -p {s} registry.example.com", "command-argument", "docker login -p"),
+        ("npm config set //npm.example.com/:_authToken={s}", "command-argument", None),
+        ("pip config set global.password {s}", "command-argument", "pip config set password"),
+        ("poetry config http-basic.internal bob {s}", "command-argument", None),
+        ("mc alias set ckpt http://minio:9000 user {s}", "cloud-secret-key", "mc alias set"),
+        ("echo {s} | docker login -u bob --password-stdin", "command-argument", None),
+        ("gh auth login --with-token <<< {s}", "command-argument", None),
+    ],
+)
+def test_a_literal_credential_of_a_well_known_tool_is_found_and_redacted(
+    template: str, kind: str, name: str | None
+) -> None:
+    secret = mixed(40)
+    script = f"set -e\n{template.format(s=secret)}\n"
+    hits = scan_script(script)
+    assert [(h.kind, h.line) for h in hits] == [(kind, 1)], hits
+    assert name is None or hits[0].name == name
+    assert_clean(hits, secret)
+    assert redact(script) == f"set -e\n{template.format(s='***')}\n"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'aws configure set aws_secret_access_key "$(cat /var/run/secrets/aws/key)"',
+        "aws configure set region us-east-1",
+        'wandb login "$WANDB_API_KEY"',
+        "wandb login --relogin",
+        'docker login -u bob -p "${REGISTRY_PASSWORD}" registry.example.com',
+        'echo "$GH_TOKEN" | gh auth login --with-token',
+        "gh auth login --with-token < /var/run/secrets/gh",
+        'mc alias set ckpt http://minio:9000 "$KEY" "$SECRET"',
+        "printf 'machine %s login %s password %s\\n' h u \"$(cat /var/run/secrets/k)\" > ~/.netrc",
+        'echo "machine h login u password $(< /var/run/secrets/k)" > ~/.netrc',
+    ],
+)
+def test_a_credential_read_at_run_time_is_not_a_secret(line: str) -> None:
+    assert scan_script(line) == []
+
+
+def _docker_config(password: str) -> str:
+    auth = base64.b64encode(f"bob:{password}".encode()).decode()
+    return json.dumps({"auths": {"registry.example.com": {"auth": auth}}})
+
+
+def test_docker_auth_config_credentials_are_found_raw_or_base64() -> None:
+    pw = mixed(14)
+    raw = _docker_config(pw)
+    auth = json.loads(raw)["auths"]["registry.example.com"]["auth"]
+    encoded = base64.b64encode(raw.encode()).decode()
+    assert [(h.kind, h.name) for h in scan_value("DOCKER_AUTH_CONFIG", raw)] == [
+        ("docker-auth", "DOCKER_AUTH_CONFIG")
+    ]
+    assert [h.kind for h in scan_value("CFG", encoded)] == ["docker-auth"]
+    script = f"echo '{raw}' > ~/.docker/config.json"
+    assert auth not in redact(script) and "registry.example.com" in redact(script)
+    (hit,) = scan_script(f"echo {encoded} | base64 -d > ~/.docker/config.json")
+    assert hit.kind == "docker-auth" and "base64" in hit.description
+    assert hit.name is None  # the blob's "==" end reads as NAME==: never a name
+    assert_clean([hit], encoded)
+    for benign in ('{"auths": {"r.io": {"auth": "${AUTH}"}}}', '{"credsStore": "ecr-login"}'):
+        assert scan_value("DOCKER_AUTH_CONFIG", benign) == []

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import os
+import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
-from rlark_acceptance.rlinf.config import ConfigLoader, Override
+from rlark_acceptance.rlinf.config import _CYCLE_MESSAGES, ConfigLoader, Override
 
 CHECKOUT = Path(__file__).resolve().parents[1] / "data" / "rlinf-configs"
 EXAMPLES = CHECKOUT / "examples"
@@ -192,3 +196,43 @@ SEARCH_PATH_OVERRIDES = [
 @pytest.mark.parametrize("overrides", SEARCH_PATH_OVERRIDES, ids=lambda o: " ".join(o))
 def test_overrides_on_the_search_path_equal_hydra(overrides: list[str]) -> None:
     assert_same_as_hydra(CHECKOUT / "evaluations/libero/libero_10_openvlaoft_eval.yaml", overrides)
+
+
+# -- interpolations that never resolve: the same verdict as OmegaConf's full resolution ---
+
+_NAMES = ["a", "b", "c"]
+_refs = st.sampled_from(
+    ["${a}", "${b}", "${c.d}", "${c}", "${.d}", "${..a}", "p_${b}", "${oc.select:a,1}", "7"]
+)
+
+
+@st.composite
+def _ref_configs(draw: st.DrawFn) -> dict[str, Any]:
+    cfg: dict[str, Any] = {n: draw(_refs) for n in _NAMES[:2]}
+    cfg["c"] = {"d": draw(_refs), "e": draw(_refs)}
+    cfg["cluster"] = {"num_nodes": 1, "component_placement": {"actor": "0"}}
+    return cfg
+
+
+@settings(max_examples=100, deadline=None)
+@given(_ref_configs())
+def test_a_never_resolving_interpolation_is_found_exactly_when_omegaconf_fails_on_it(
+    data: dict[str, Any],
+) -> None:
+    """RLinf prints ``OmegaConf.to_container(cfg, resolve=True)`` at start-up: where that fails
+    for a reason no environment can fix, the pre-flight must fail; where it succeeds, not."""
+    expected = False
+    omega = OmegaConf.create(data)
+    for key in ("a", "b", "c.d", "c.e"):  # each leaf, as printing the whole config reaches it
+        try:
+            OmegaConf.select(omega, key, throw_on_resolution_failure=True)
+        except Exception as exc:
+            expected = expected or any(m in str(exc) for m in _CYCLE_MESSAGES)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "c.yaml"
+        path.write_text(yaml.safe_dump(data))
+        cfg = ConfigLoader().load(path)
+        cfg.cycles()
+    found = [p for p in cfg.problems if p.fatal and "never resolves" in p.message]
+    assert bool(found) == expected, (data, [p.message for p in cfg.problems])
+    assert all(p.location is not None and p.location.line for p in found)

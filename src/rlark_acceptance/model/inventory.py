@@ -10,7 +10,7 @@ it; or a short hand-written list::
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from rlark_acceptance.model.errors import InputError
 from rlark_acceptance.model.profile import NodeSpec, parse_node
@@ -22,12 +22,14 @@ GPU_RESOURCE = "nvidia.com/gpu"
 def node_from_k8s(item: dict[str, Any], doc: YamlDoc | None = None, *keys: Any) -> NodeSpec:
     """A Kubernetes Node object, reduced to what the checks read; wrong shapes are refused."""
 
+    def refuse(message: str, *where: Any) -> NoReturn:
+        raise InputError(str(doc.loc(*keys, *where)) if doc else "node", f"node {message}")
+
     def part(value: Any, kind: type, *where: Any) -> Any:
         if value is None:
             return kind()
         if not isinstance(value, kind):
-            place = str(doc.loc(*keys, *where)) if doc else "node"
-            raise InputError(place, f"node {'.'.join(map(str, where))} must be a {kind.__name__}")
+            refuse(f"{'.'.join(map(str, where))} must be a {kind.__name__}", *where)
         return value
 
     meta = part(item.get("metadata"), dict, "metadata")
@@ -36,16 +38,32 @@ def node_from_k8s(item: dict[str, Any], doc: YamlDoc | None = None, *keys: Any) 
     labels = part(meta.get("labels"), dict, "metadata", "labels")
     conditions = part(status.get("conditions"), list, "status", "conditions")
     allocatable = part(status.get("allocatable"), dict, "status", "allocatable")
-    ready = any(
-        isinstance(c, dict) and c.get("type") == "Ready" and c.get("status") == "True"
-        for c in conditions
-    )
+    for i, c in enumerate(conditions):
+        # A condition that is not {type, status} text would silently read as "not Ready".
+        if not isinstance(c, dict):
+            refuse(
+                f"status.conditions[{i}] must be a mapping of type, status",
+                "status",
+                "conditions",
+                i,
+            )
+        for name in ("type", "status"):
+            if not isinstance(c.get(name), str):
+                where = ("status", "conditions", i, name)
+                refuse(f"status.conditions[{i}].{name} must be text", *where)
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    name = meta.get("name", "")
+    if not isinstance(name, str):
+        refuse("metadata.name must be text", "metadata", "name")
+    for k, v in labels.items():
+        if isinstance(v, dict | list) or v is None:
+            refuse(f"metadata.labels {k}: a label value must be text", "metadata", "labels", k)
     raw_gpus = str(allocatable.get(GPU_RESOURCE, "0")) or "0"
     if not raw_gpus.isdigit() or len(raw_gpus) > 6:
         place = str(doc.loc(*keys, "status", "allocatable")) if doc else "node"
         raise InputError(place, f"node allocatable {GPU_RESOURCE} {raw_gpus!r} is not a count")
     return NodeSpec(
-        name=str(meta.get("name", "")),
+        name=name,
         labels={str(k): str(v) for k, v in labels.items()},
         gpus=int(raw_gpus),
         ready=ready,

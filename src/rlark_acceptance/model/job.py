@@ -274,19 +274,7 @@ def _role(doc: YamlDoc, i: int, r: dict[str, Any], problems: list[ShapeProblem])
     def loc(*keys: Any) -> Location:
         return doc.loc("spec", "roles", i, *keys)
 
-    env: list[EnvVar] = []
-    raw_env = r.get("env") or []
-    if isinstance(raw_env, dict):  # a plain map is a common hand-written form
-        raw_env = [{"name": k, "value": v} for k, v in raw_env.items()]
-    if not isinstance(raw_env, list):
-        problems.append(ShapeProblem("3.6", "env must be a list of {name, value}", loc("env")))
-        raw_env = []
-    for j, e in enumerate(raw_env):
-        if isinstance(e, dict) and "name" in e:
-            value = e.get("value")
-            env.append(EnvVar(str(e["name"]), _str_or_none(value), loc("env", j)))
-        else:
-            problems.append(ShapeProblem("3.6", "an env entry needs a name", loc("env", j)))
+    env = _env(r.get("env"), loc, problems)
     mounts: list[Mount] = []
     raw_mounts = r.get("mounts") or []
     if not isinstance(raw_mounts, list):
@@ -325,6 +313,49 @@ def _role(doc: YamlDoc, i: int, r: dict[str, Any], problems: list[ShapeProblem])
         index=i,
         doc=doc,
     )
+
+
+def _scalar(value: Any) -> bool:
+    return value is None or isinstance(value, str | int | float)
+
+
+def _env(raw: Any, loc: Callable[..., Location], problems: list[ShapeProblem]) -> list[EnvVar]:
+    """``env`` as a list of ``{name, value}`` or as a plain map (a common hand-written form).
+
+    Names and values are text (a number is taken as written); a mapping or a list in their
+    place would reach the Worker as Python's repr of it, so it is a 3.6 finding at its line.
+    """
+    env: list[EnvVar] = []
+    if raw is None:
+        return env
+    if isinstance(raw, dict):
+        for k, v in raw.items():
+            if _scalar(v):
+                env.append(EnvVar(str(k), _str_or_none(v), loc("env", k)))
+            else:
+                problems.append(
+                    ShapeProblem("3.6", f"env {k}: the value must be text", loc("env", k))
+                )
+        return env
+    if not isinstance(raw, list):
+        problems.append(ShapeProblem("3.6", "env must be a list of {name, value}", loc("env")))
+        return env
+    for j, e in enumerate(raw):
+        if not isinstance(e, dict) or e.get("name") in (None, ""):
+            problems.append(ShapeProblem("3.6", "an env entry needs a name", loc("env", j)))
+        elif not isinstance(e["name"], str):
+            problems.append(
+                ShapeProblem("3.6", f"env[{j}].name must be text", loc("env", j, "name"))
+            )
+        elif not _scalar(e.get("value")):
+            problems.append(
+                ShapeProblem(
+                    "3.6", f"env {e['name']}: the value must be text", loc("env", j, "value")
+                )
+            )
+        else:
+            env.append(EnvVar(str(e["name"]), _str_or_none(e.get("value")), loc("env", j)))
+    return env
 
 
 def normaliser(name: str | None = None, where: str | None = None) -> Normaliser:

@@ -7,6 +7,8 @@ credentials come from the environment and the standard chains.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,6 +81,17 @@ class Profile:
 
     def loc(self, *keys: Any) -> Location:
         return self.doc.loc(*keys)
+
+    @contextmanager
+    def reading(self, key: str, path: Path) -> Iterator[None]:
+        """Reads a file the profile names: one that cannot be read at all (missing, a FIFO, a
+        device) is reported with the profile line that names it, which is what to fix."""
+        try:
+            yield
+        except InputError as exc:
+            if exc.where != str(path):
+                raise  # a problem inside the file: its own file:line says where
+            raise InputError(str(self.loc(*key.split("."))), f"{key} {exc}") from None
 
     def __repr__(self) -> str:  # compact, and never the commands (they may hold secrets)
         return f"Profile({self.name!r}, {str(self.path)!r}, adapter={self.target.adapter!r})"
@@ -198,6 +211,12 @@ def load_profile(path: str | Path) -> Profile:
         )
     for key in ("image", "startCommand", "prepareCommand", "expectedOutput", "expectedNode"):
         _text(doc, ri.get(key), "runInfo", key)
+    config_dir = _path(base, rlinf.get("configDir"), doc, "rlinf", "configDir")
+    if config_dir is not None and not config_dir.is_dir():
+        what = "is not a directory" if config_dir.exists() else "no such directory"
+        raise InputError(
+            str(doc.loc("rlinf", "configDir")), f"rlinf.configDir {config_dir}: {what}"
+        )
     job_normaliser = _str(doc.data.get("jobNormaliser"))
     if job_normaliser is not None:
         from rlark_acceptance.model.job import normaliser
@@ -206,10 +225,10 @@ def load_profile(path: str | Path) -> Profile:
     return Profile(
         path=p,
         doc=doc,
-        name=_text(doc, doc.data.get("name"), "name") or p.stem,
+        name=_name(doc) or p.stem,
         target=target,
         rlinf_config=config,
-        rlinf_config_dir=_path(base, rlinf.get("configDir"), doc, "rlinf", "configDir"),
+        rlinf_config_dir=config_dir,
         overrides=overrides,
         job=_path(base, doc.data.get("job"), doc, "job"),
         run_info=run_info,
@@ -226,6 +245,16 @@ def _text(doc: YamlDoc, value: Any, *keys: str) -> str | None:
     if isinstance(value, dict | list | bool):
         raise InputError(str(doc.loc(*keys)), f"{'.'.join(keys)} must be text")
     return str(value)
+
+
+def _name(doc: YamlDoc) -> str | None:
+    """The profile's name: absent means the file's stem; written but empty is a mistake."""
+    if "name" not in doc.data:
+        return None
+    name = _text(doc, doc.data["name"], "name")
+    if not name or not name.strip():
+        raise InputError(str(doc.loc("name")), "name must be text (the profile's name)")
+    return name
 
 
 def _known_adapter(name: str, doc: YamlDoc) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from rlark_acceptance.model.doc_checks import CHECKS
+from rlark_acceptance.model.errors import InputError
 from rlark_acceptance.model.findings import Finding, Location, Severity, Status, Verdict
 from rlark_acceptance.model.job import Job, parse_rendered, read_job, render_job
 from rlark_acceptance.model.profile import NodeSpec, Profile, load_profile
@@ -107,9 +108,10 @@ def rlinf_json(r: EffectiveRLinf | None, path: str | None) -> dict[str, Any] | N
 
 def _job_from_profile(profile: Profile) -> Job:
     if profile.job is not None:
-        return read_job(
-            str(profile.job), shown=_shown(profile.job), normaliser_name=profile.job_normaliser
-        )
+        with profile.reading("job", profile.job):
+            return read_job(
+                str(profile.job), shown=_shown(profile.job), normaliser_name=profile.job_normaliser
+            )
     ri = profile.run_info
     node = profile.target.node
     node_name = ri.expected_node or (node.name if node else None)
@@ -145,9 +147,10 @@ def preflight_profile(
     overrides = [Override(text, loc, "profile") for text, loc in prof.overrides]
     rlinf = validated = None
     if prof.rlinf_config is not None:
-        rlinf, validated = _effective(
-            loader, prof.rlinf_config, prof.rlinf_config_dir, overrides, job, prof
-        )
+        with prof.reading("rlinf.config", prof.rlinf_config):
+            rlinf, validated = _effective(
+                loader, prof.rlinf_config, prof.rlinf_config_dir, overrides, job, prof
+            )
     if nodes is None and prof.target.node is not None:
         nodes = [prof.target.node]  # the local target declares its one node
     ctx = Context(
@@ -198,6 +201,9 @@ def preflight_files(
     job_normaliser: str | None = None,
 ) -> PreflightResult:
     loader = ConfigLoader()
+    if config_dir is not None and not Path(config_dir).is_dir():
+        what = "is not a directory" if Path(config_dir).exists() else "no such directory"
+        raise InputError(f"--config-dir {config_dir}", what)
     job_obj = (
         read_job(str(job), shown=_shown(Path(job)), normaliser_name=job_normaliser) if job else None
     )

@@ -137,13 +137,10 @@ class RLinfConfig:
         raw = self.raw(dotted, _MISSING)
         if raw is _MISSING:
             return default
-        fast = self._fast(raw, frozenset({dotted}))
-        if fast is not _SLOW:
-            return fast
         try:
-            value = OmegaConf.select(self.cfg, dotted, throw_on_resolution_failure=True)
-        except (OmegaConfBaseException, ValueError, KeyError) as exc:
-            raise Unresolved(dotted, self.raw(dotted), _short(exc)) from None
+            value = self._value(dotted, raw)
+        except _Failed as exc:
+            raise Unresolved(dotted, raw, exc.why, cycle=exc.cycle) from None
         if isinstance(value, DictConfig) or OmegaConf.is_config(value):
             return self.resolved(dotted)
         return value
@@ -173,19 +170,90 @@ class RLinfConfig:
         return raw
 
     def _resolve_leaf(self, dotted: str, raw: Any) -> Any:
-        fast = self._fast(raw, frozenset({dotted}))
-        if fast is not _SLOW:
-            return fast
         try:
-            value = OmegaConf.select(self.cfg, dotted, throw_on_resolution_failure=True)
-        except (OmegaConfBaseException, ValueError, KeyError) as exc:
-            self.note_unresolved(dotted, raw, _short(exc))
+            value = self._value(dotted, raw)
+        except _Failed as exc:
+            self.note_unresolved(dotted, raw, exc.why, cycle=exc.cycle)
             return raw
         if OmegaConf.is_config(value):
             return OmegaConf.to_container(value, resolve=False)
         return value
 
-    def _fast(self, raw: Any, seen: frozenset[str]) -> Any:
+    def _value(self, dotted: str, raw: Any) -> Any:
+        """The value at ``dotted`` (written as ``raw``): ours when it is a plain value or node
+        references, else OmegaConf's; ``_Failed`` says why not, and whether it is a cycle."""
+        try:
+            fast = self._fast(raw, (dotted,))
+        except _Cycle as exc:
+            why = f"interpolation cycle {' → '.join(exc.chain)}"
+            raise _Failed(why, cycle=True, chain=exc.chain) from None
+        if fast is not _SLOW:
+            return fast
+        try:
+            return OmegaConf.select(self.cfg, dotted, throw_on_resolution_failure=True)
+        except (OmegaConfBaseException, ValueError, KeyError) as exc:
+            why = _short(exc)
+            raise _Failed(why, cycle=any(m in why for m in _CYCLE_MESSAGES)) from None
+
+    def cycles(self) -> None:
+        """Notes every interpolation that can never resolve, anywhere in the config.
+
+        RLinf's entry points print the whole config resolved at start-up
+        (``OmegaConf.to_container(cfg, resolve=True)``), so a cycle (``a: ${b}``,
+        ``b: ${a}``), a reference to an enclosing node or a self-selection fails the run
+        whichever key it sits on; values that need the run's environment or RLinf's own
+        resolvers are not judged here (they are known only at run time).
+        """
+        reported: set[frozenset[str]] = set()
+        for path, raw in _interpolated_leaves(self.data, ()):
+            dotted = dotted_key(path)
+            try:
+                try:
+                    fast = self._fast(raw, (dotted,))
+                except _Cycle:
+                    fast = _SLOW  # _value names it
+                if fast is _SLOW and self._may_loop(path):
+                    self._value(dotted, raw)
+            except _Failed as exc:
+                if not exc.cycle:
+                    continue
+                if exc.chain is not None:
+                    # Each cycle once, at its first key as composed; the keys that only
+                    # refer to it fail with it and are named where the pre-flight reads them.
+                    members = frozenset(exc.chain)
+                    if dotted not in members or members in reported:
+                        continue
+                    reported.add(members)
+                self.note_unresolved(dotted, raw, exc.why, cycle=True)
+
+    def _may_loop(self, start: KeyPath) -> bool:
+        """Whether the references reachable from ``start`` lead back to it or to a node
+        enclosing it, read from the text alone. Only then is OmegaConf asked: building it
+        for every config with a resolver or a relative reference would cost more than the
+        whole audit. A key built by an interpolation (``${a.${b}}``) is always asked."""
+        todo, seen = [start], {start}
+        while todo:
+            node = todo.pop()
+            raw = _at(self.data, node)
+            if not _is_interp(raw):
+                continue
+            if _DYNAMIC_KEY.search(raw):
+                return True
+            for m in _REFERENCE.finditer(raw):
+                dots, key = (
+                    m.group("dots") or m.group("sdots") or "",
+                    m.group("key") or m.group("skey"),
+                )
+                base = node[: len(node) - len(dots)] if dots else ()
+                target = (*base, *parse_key(key))
+                if start[: len(target)] == target:
+                    return True
+                if target not in seen:
+                    seen.add(target)
+                    todo.append(target)
+        return False
+
+    def _fast(self, raw: Any, seen: tuple[str, ...]) -> Any:
         """Resolve plain values and ``${a.b}`` node references without building OmegaConf.
 
         Composing the whole config into OmegaConf costs more than everything else an audit
@@ -214,18 +282,22 @@ class RLinfConfig:
         text = "".join(pieces)
         return _SLOW if "${" in text else text
 
-    def _ref(self, key: str, seen: frozenset[str]) -> Any:
+    def _ref(self, key: str, seen: tuple[str, ...]) -> Any:
         if key in seen:
-            return _SLOW  # a cycle: let OmegaConf name it
+            raise _Cycle((*seen[seen.index(key) :], key))
         target = self.raw(key, _MISSING)
         if target is _MISSING or isinstance(target, dict | list):
             return _SLOW
-        return self._fast(target, seen | {key})
+        return self._fast(target, (*seen, key))
 
-    def note_unresolved(self, dotted: str, raw: Any, why: str) -> None:
-        message = f"{dotted}: {raw!s} cannot be resolved offline ({why})"
+    def note_unresolved(self, dotted: str, raw: Any, why: str, *, cycle: bool = False) -> None:
+        if cycle:
+            # Not an offline limit: this value never resolves, and RLinf stops on it.
+            message = f"{dotted}: {raw!s} never resolves ({why})"
+        else:
+            message = f"{dotted}: {raw!s} cannot be resolved offline ({why})"
         if not any(p.message == message for p in self.problems):
-            self.problems.append(ConfigProblem(message, self.location(dotted)))
+            self.problems.append(ConfigProblem(message, self.location(dotted), fatal=cycle))
 
     def location(self, key: str | KeyPath) -> Location:
         """Where the effective value at ``key`` was written: an override or a file line.
@@ -250,21 +322,71 @@ class RLinfConfig:
 
 def _holds(data: Any, path: KeyPath) -> bool:
     """True when ``path`` leads to a node of ``data`` through mappings and lists."""
+    return _at(data, path, _MISSING) is not _MISSING
+
+
+def _at(data: Any, path: KeyPath, default: Any = None) -> Any:
+    """The node of ``data`` at ``path`` through mappings and lists, else ``default``."""
     node = data
     for part in path:
         in_list = isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
         if not in_list and not (isinstance(node, dict) and part in node):
-            return False
+            return default
         node = node[part]
-    return True
+    return node
 
 
 class Unresolved(Exception):
-    def __init__(self, key: str, raw: Any, why: str) -> None:
-        super().__init__(f"{key}: {raw} cannot be resolved offline ({why})")
+    def __init__(self, key: str, raw: Any, why: str, *, cycle: bool = False) -> None:
+        what = "never resolves" if cycle else "cannot be resolved offline"
+        super().__init__(f"{key}: {raw} {what} ({why})")
         self.key = key
         self.raw = raw
         self.why = why
+        self.cycle = cycle  # a cycle is RLinf's failure too, not a limit of offline reading
+
+
+class _Cycle(Exception):
+    """Raised by the fast path on a node reference back into the chain being resolved."""
+
+    def __init__(self, chain: tuple[str, ...]) -> None:
+        super().__init__(" → ".join(chain))
+        self.chain = chain
+
+
+class _Failed(Exception):
+    def __init__(self, why: str, *, cycle: bool, chain: tuple[str, ...] | None = None) -> None:
+        super().__init__(why)
+        self.why = why
+        self.cycle = cycle
+        self.chain = chain  # the keys of the cycle, when the fast path found it
+
+
+# OmegaConf's words for an interpolation that can never resolve, whatever the environment.
+_CYCLE_MESSAGES = (
+    "Recursive interpolation detected",
+    "Interpolation to parent node detected",
+    "RecursionError raised while resolving",
+)
+
+
+# A node reference inside an interpolation (absolute or relative, also as a resolver's
+# argument) and the key oc.select looks up; a key that is itself interpolated.
+_REFERENCE = re.compile(
+    r"\$\{\s*(?P<dots>\.*)(?P<key>[A-Za-z_][\w.]*(?:\[\d+\][\w.]*)*)\s*\}"
+    r"|oc\.select:\s*(?P<sdots>\.*)(?P<skey>[A-Za-z_][\w.]*(?:\[\d+\][\w.]*)*)"
+)
+_DYNAMIC_KEY = re.compile(r"[\w.\]]\$\{|\$\{\s*\.*\$\{")
+
+
+def _interpolated_leaves(data: Any, path: KeyPath) -> Iterable[tuple[KeyPath, str]]:
+    """Every string leaf holding an interpolation, with its key path."""
+    items = data.items() if isinstance(data, dict) else enumerate(data)
+    for k, v in items:
+        if isinstance(v, dict | list):
+            yield from _interpolated_leaves(v, (*path, k))
+        elif _is_interp(v):
+            yield (*path, k), v
 
 
 class ConfigLoader:

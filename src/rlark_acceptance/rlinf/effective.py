@@ -63,7 +63,7 @@ def _select(cfg: RLinfConfig, key: str, problems: list[ConfigProblem]) -> Any:
     try:
         return cfg.select(key)
     except Unresolved as exc:
-        problems.append(ConfigProblem(str(exc), cfg.location(key)))
+        problems.append(ConfigProblem(str(exc), cfg.location(key), fatal=exc.cycle))
         return None
 
 
@@ -86,6 +86,7 @@ def evaluate(
         config_path, config_dir=config_dir, overrides=all_overrides, shown=shown, set_by=set_by
     )
     problems: list[ConfigProblem] = []
+    cfg.cycles()
     cluster_raw = cfg.resolved("cluster") if cfg.has("cluster") else None
     cluster = summarize_cluster(cluster_raw)
     task_type = _select(cfg, "runner.task_type", problems)
@@ -132,7 +133,7 @@ def evaluate(
         log_path_raw=log_raw,
         checkpoint_dir=checkpoint_dir,
         checkpoint_key=key,
-        problems=problems + cfg.problems,
+        problems=list(dict.fromkeys(problems + cfg.problems)),
     )
 
 

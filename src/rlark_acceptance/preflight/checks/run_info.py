@@ -22,7 +22,9 @@ def image_findings(check_id: str, image: object, loc: Location | None) -> Iterat
     ref = parse_image(image)
     shown = redact(image)  # user:pass@registry/... must not reach the console or a report
     if not ref.valid:
-        yield error(check_id, "image-invalid", f"image {shown} is not a valid reference", loc)
+        yield error(
+            check_id, "image-invalid", f"image {shown} is not a valid reference: {ref.why}", loc
+        )
     elif not ref.pinned:
         why = "uses latest" if ref.tag == "latest" else "has no tag (means latest)"
         yield error(check_id, "image-latest", f"image {shown} is not pinned: it {why}", loc)

@@ -17,9 +17,10 @@ Example::
 
 One module per job: ``plugins`` (the detect-secrets wrapper), ``formats`` (the scanner's own
 format rules, URL credentials, base64), ``names`` (secret-looking names, literal values and
-where assignments are), ``scan`` (a text, a value, a YAML tree), ``memory`` (the values found
-so far) and ``redaction`` (texts, values, trees). This module
-is the public face.
+where assignments are), ``commands`` (credential arguments of well-known tools),
+``docker_auth`` (Docker's auth config), ``scan`` (a text, a value, a YAML tree), ``memory``
+(the values found so far) and ``redaction`` (texts, values, trees). This module is the
+public face.
 """
 
 from rlark_acceptance.model.keypath import dotted

@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from rlark_acceptance.preflight.secrets.docker_auth import docker_auth_found
 from rlark_acceptance.preflight.secrets.hits import Found
 from rlark_acceptance.preflight.secrets.names import URL_CREDS, is_literal
 from rlark_acceptance.preflight.secrets.plugins import pem_span, plugin_found
@@ -106,4 +107,10 @@ def b64_found(text: str) -> Iterator[Found]:
 
 
 def format_found(text: str) -> list[Found]:
-    return [*plugin_found(text), *_own_found(text), *_url_found(text), *_image_found(text)]
+    return [
+        *plugin_found(text),
+        *_own_found(text),
+        *_url_found(text),
+        *_image_found(text),
+        *docker_auth_found(text),
+    ]

@@ -40,6 +40,8 @@ KIND_TEXT: dict[str, str] = {
     "url-credentials": "credentials embedded in a URL",
     "registry-credentials": "credentials embedded in an image reference",
     "auth-header": "literal Authorization header credential",
+    "command-argument": "literal credential given to a command",
+    "docker-auth": "registry credentials in a Docker auth config",
     "secret-variable": "literal secret value",
 }
 
@@ -63,7 +65,7 @@ def to_hit(text: str, f: Found) -> SecretHit:
         what = f"base64-encoded {what}"
     name = f.name
     # Defence in depth: a name parsed from text must not carry the value itself.
-    if name and value and value in name:
+    if name and value and (value in name or (len(name) >= 8 and name in value)):
         name = None
     where = f" in {name}" if name else ""
     advice = (

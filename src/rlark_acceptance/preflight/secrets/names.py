@@ -118,8 +118,12 @@ _URL_REF = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://\S*")
 # digits at about two of three characters (~25 times in 40); a path's words do so rarely.
 _KEY_MIN_LENGTH = 30
 _KEY_MIN_SWITCHES = 12
+# A printf / format slot (`password %s`, `{}`, `{0}`) is filled in at run time; a capital
+# letter or an upper-case name of a secret (`wandb login KEY`, `-p PASSWORD`) is prose.
 _PLACEHOLDER = re.compile(
     r"<[^<>]*>|\{\{.*\}\}|\*+|[xX]{3,}|\.\.\.|…|(?i:redacted|str|string|bytes|any)"
+    r"|%[-+ #0-9.]*[a-zA-Z](?:\\+[ntr])*|\{\d*\}"
+    r"|[A-Z]|(?:[A-Z]+_)*(?:KEY|PASSWORD|SECRET|TOKEN|PASS|VALUE|CREDENTIALS?)"
     r"|(?i:.*placeholder.*|your[-_ ]?\w*)"
 )
 # A name-like value (another variable, attribute chain, subscript, format field, the start of
@@ -208,7 +212,8 @@ _AUTH_HEADER = re.compile(
     r"(?:bearer|basic|token|digest|apikey|api-key)[ \t]+(?P<value>[^\s\"',;]+)"
 )
 _SSHPASS = re.compile(r"\bsshpass[ \t]+-p[ \t]*(?P<value>[^\s;&|]+)")
-_NETRC = re.compile(r"\blogin\s+\S+\s+(?P<name>password)\s+(?P<value>\S+)")
+# A .netrc line; the value stops at a quote, which closes the string that writes the line.
+_NETRC = re.compile(r"\blogin\s+\S+\s+(?P<name>password)\s+(?P<value>[^\s'\"]+)")
 
 
 # name=value inside a comma-separated option string (a mount's "vers=4,password=x,ro",
@@ -220,9 +225,11 @@ _OPTION_ASSIGN = re.compile(
 # A secret-named word followed by a token as a command argument: `echo apikey X`,
 # `login --user u password X`, `tool token X`. Prose ("token budget", "password reset") is
 # not a hit: the value must look generated (8+ characters mixing letters and digits).
+# The value is matched inside a lookahead: it may be the name of the next pair
+# (`set aws_secret_access_key X`), which a consumed match would hide.
 _POSITIONAL = re.compile(
-    r"(?<![^\s\"'])(?P<name>[A-Za-z][A-Za-z0-9_]*)[ \t]+(?P<value>[^\s;&|()<>\"'`\\=:]{8,})"
-    r"(?=[\s;&|)\"']|$)"
+    r"(?<![^\s\"'])(?P<name>[A-Za-z][A-Za-z0-9_]*)[ \t]+"
+    r"(?=(?P<value>[^\s;&|()<>\"'`\\=:]{8,})(?:[\s;&|)\"']|$))"
 )
 
 

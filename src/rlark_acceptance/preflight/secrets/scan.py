@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rlark_acceptance.model.keypath import KeyPath
+from rlark_acceptance.preflight.secrets.commands import command_assignments
 from rlark_acceptance.preflight.secrets.formats import b64_found, format_found
 from rlark_acceptance.preflight.secrets.hits import Found, SecretHit, to_hit
 from rlark_acceptance.preflight.secrets.memory import remember
@@ -23,12 +24,14 @@ def scan_text(text: str) -> list[Found]:
     """All hits in ``text`` with spans: formats, URL credentials and named literal values."""
     strong = [*format_found(text), *b64_found(text)]
     weak: list[Found] = []
-    for a in assignments(text):
+    for a in [*assignments(text), *command_assignments(text)]:
         span = strip_span(text, a.start, a.end)
         inside = [f for f in strong if overlaps((f.start, f.end), span)]
         for f in inside:
-            if f.name is None:
-                f.name = a.name  # HF_TOKEN=hf_... reports name HF_TOKEN
+            # HF_TOKEN=hf_... reports name HF_TOKEN; a "name" the secret itself starts
+            # before (a base64 blob ending in "==" reads as NAME==) is part of the value.
+            if f.name is None and f.start >= span[0]:
+                f.name = a.name
         value = text[span[0] : span[1]]
         if value.lower() == a.name.lstrip("-").lower():
             continue  # token=token passes a variable on (code in a heredoc / python -c)
