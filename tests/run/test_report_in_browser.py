@@ -15,7 +15,7 @@ import pytest
 
 from bench.report_screenshot import PROBE, browse, failed_profile_test, generate, seen_text, serve
 from rlark_acceptance.model.doc_checks import remedy
-from tests.run.suite_runs import AS_IT_IS, run_suite, site_copy
+from tests.run.suite_runs import run_suite, site_copy
 
 pytestmark = pytest.mark.slow
 
@@ -25,8 +25,10 @@ def test_a_reader_sees_the_failed_check_its_remedy_and_the_job_yaml(
 ) -> None:
     site = site_copy(tmp_path)
     site.edit(site.job, "containerPath: /mnt/ckpt}", "containerPath: /mnt/ckpt, readOnly: true}")
-    run = run_suite(site, "-m", AS_IT_IS)
+    # The static scenarios, self-checks included: the tree holds both kinds under 3.7.
+    run = run_suite(site, "-m", "not runtime")
     assert run.summary["earliestFailure"]["check"] == "3.7", run.explain()
+    assert run.summary["selfChecks"]["inconclusive"], "no inconclusive self-check to look at"
 
     report = generate(run.reports)
     test = failed_profile_test(report)
@@ -35,6 +37,11 @@ def test_a_reader_sees_the_failed_check_its_remedy_and_the_job_yaml(
         seen = seen_text(browse(f"{base}/{PROBE}", screenshot=tmp_path / "failed.png"))
 
     assert "NOT ACCEPTED at 3.7" in overview, "the report's name does not carry the verdict"
+    assert "— ACCEPTED" not in overview
+    # The failed check is open in the tree: the profile's own scenario first, then the
+    # self-checks of 3.7.
+    mine = overview.index("[3.1-3.7] the default Worker is configured as the page says")
+    assert mine < overview.index("[3.7|self-check]"), "a self-check before the profile's scenario"
     assert "the default Worker is configured as the page says" in seen
     assert "3.7 the program reads and writes through mount paths" in seen
     assert remedy("3.7") in seen, seen[:3000]
