@@ -217,3 +217,22 @@ def test_the_64_message_quotes_the_last_progress_like_line() -> None:
     assert last_progress_like(log) == "epoch 3 done, loss 0.12"
     assert last_progress_like(log[:3]) == "Global Step:  40%|████      | 2/5"
     assert progress_hint(["loading the model"]) == "; the run script printed no progress-like line"
+
+
+def test_the_report_command_on_a_directory_without_results_says_so_in_one_line(
+    tmp_path: Path,
+) -> None:
+    import subprocess
+    import sys
+
+    command = Path(sys.executable).with_name("rlark-acceptance")
+    done = subprocess.run(
+        [str(command), "report", "--reports-dir", str(tmp_path / "nowhere")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done
+    assert done.stdout == "" and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "allure-results: no Allure results" in done.stderr
+    assert not (tmp_path / "nowhere").exists(), "a failed rendering created the directory"
