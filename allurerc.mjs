@@ -1,17 +1,20 @@
 // Allure 3 configuration of the acceptance report (npm package `allure`, see package.json).
+// Render with `rlark-acceptance report [--reports-dir DIR] [--open]`: it renders into a fresh
+// directory, replaces the previous report whole, and exits with the quality gate's status.
 //
-//   npx allure generate reports/allure-results      # → reports/allure-report
-//   npx allure open reports/allure-report
-//   npx allure quality-gate reports/allure-results  # exit 1: the release is not accepted
-//
-// The report's name carries the run's verdict from run-summary.json, the tree is the page
-// (epic → doc section → check), categories are the doc's sections, and the history of
-// earlier runs is kept in reports/allure-history.jsonl (appended by every `generate`).
-// RLARK_REPORTS_DIR points all of it at another reports directory (the tests use it).
+// The report's name carries the verdict of the results being rendered (their executor.json,
+// written by the run), the tree is the page (epic → doc section → check), categories are the
+// doc's sections, and the history of earlier runs is kept in <reports>/allure-history.jsonl
+// (appended by every `generate`). RLARK_REPORTS_DIR names the reports directory,
+// RLARK_RESULTS_DIR the results (default <reports>/allure-results), RLARK_REPORT_OUTPUT
+// where the report goes (default <reports>/allure-report).
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 
 const reports = process.env.RLARK_REPORTS_DIR || "reports";
+const results = process.env.RLARK_RESULTS_DIR || join(reports, "allure-results");
+const output = process.env.RLARK_REPORT_OUTPUT || join(reports, "allure-report");
+const gateOnly = process.env.RLARK_GATE_ONLY === "1";
 
 // Node 20 (Debian 12's nodejs) lacks Iterator.prototype.toArray, which allure's
 // quality-gate command calls; Node >= 22 has it and this does nothing there.
@@ -33,30 +36,45 @@ const SECTIONS = [
   "Step 6 确认任务开始运行",
 ];
 
+// The name the run gave its results (executor.json): never a run-summary.json of another run.
 function verdictName() {
   try {
-    const s = JSON.parse(readFileSync(join(reports, "run-summary.json"), "utf-8"));
-    const word = { passed: "ACCEPTED", interrupted: "INTERRUPTED" }[s.verdict] || "NOT ACCEPTED";
-    const first = s.earliestFailure ? ` at ${s.earliestFailure.check}` : "";
-    return `RLark acceptance: 在单个 GPU 节点上运行 RLinf — ${word}${first}`;
+    const executor = JSON.parse(readFileSync(join(results, "executor.json"), "utf-8"));
+    if (executor.reportName) return executor.reportName;
   } catch {
-    return "RLark acceptance: 在单个 GPU 节点上运行 RLinf — no run-summary.json";
+    // no record of a run in these results
   }
+  return `RLark acceptance: 在单个 GPU 节点上运行 RLinf — no run record in ${results}`;
 }
 
 const isProfile = (tr) =>
   tr.labels.some((l) => l.name === "acceptance" && l.value === "profile");
 
-// A failed check of the profile as it is means the release is not accepted; a failing
-// self-check is reported by its own category and the run's exit status.
+const checkOf = (tr) =>
+  labelOf(tr, "failedCheck") || (/^\[([^\]|-]+)/.exec(tr.name || "") || [])[1] || "?";
+const labelOf = (tr, name) => (tr.labels.find((l) => l.name === name) || {}).value || "";
+const notReached = (tr) =>
+  tr.status === "skipped" && /^not (reached|finished)/.test(tr.message || tr.error?.message || "");
+
+// What failed comes before what was not reached because of it; then the page's order.
+const rank = (tr) => (["failed", "broken"].includes(tr.status) ? 0 : 1);
+const orderOf = (tr) => labelOf(tr, "feature") + " " + checkOf(tr);
+
+// The release is not accepted when a check scenario of the profile as it is failed, broke,
+// or was not reached (an earlier phase failed, the run was interrupted); failing
+// self-checks are their own category. The message names the check to start at: the earliest
+// that failed (or broke: an interrupt), else the earliest not reached.
 const notAccepted = {
   rule: "notAccepted",
-  message: ({ actual }) =>
-    `NOT ACCEPTED: ${actual} check scenario(s) of the profile failed (see run-summary.json)`,
+  message: ({ actual }) => `NOT ACCEPTED at ${actual} (see run-summary.json)`,
   successMessage: () => "accepted: every check scenario of the profile passed",
   validate: async ({ trs, expected }) => {
-    const failed = trs.filter((tr) => isProfile(tr) && ["failed", "broken"].includes(tr.status));
-    return { success: failed.length <= expected, actual: failed.length, testResults: failed.map((t) => t.id) };
+    const bad = trs
+      .filter((tr) => isProfile(tr) && (["failed", "broken"].includes(tr.status) || notReached(tr)))
+      .sort((a, b) => rank(a) - rank(b) || orderOf(a).localeCompare(orderOf(b)));
+    const what = `${bad.length} check scenario(s) of the profile failed or were not reached`;
+    const actual = bad.length ? `${checkOf(bad[0])}: ${what}` : 0;
+    return { success: bad.length <= expected, actual, testResults: bad.map((t) => t.id) };
   },
 };
 
@@ -64,9 +82,10 @@ const name = verdictName();
 
 export default {
   name,
-  output: join(reports, "allure-report"),
-  historyPath: join(reports, "allure-history.jsonl"),
-  appendHistory: true,
+  output,
+  // The gate reads the same config but is no rendering: it must not append to the history.
+  historyPath: gateOnly ? undefined : join(reports, "allure-history.jsonl"),
+  appendHistory: !gateOnly,
   plugins: {
     awesome: {
       options: {

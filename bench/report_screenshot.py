@@ -2,9 +2,10 @@
 
     python bench/report_screenshot.py [REPORTS_DIR] [--out DIR]
 
-Generates the report with the documented command (``npx allure generate``, Allure 3 with
-``allurerc.mjs``), serves it on 127.0.0.1, and saves two PNGs: the overview and the first
-failed check of the profile with its ``Job YAML`` attachment opened. Needs ``npm install``
+Renders the report with the documented command (``rlark-acceptance report``: Allure 3 with
+``allurerc.mjs``, the previous report replaced whole), serves it on 127.0.0.1, and saves two
+PNGs: the overview and the first failed check of the profile with its ``Job YAML``
+attachment opened, and prints how long the rendering took. Needs ``npm install``
 (package.json) and Debian's ``chromium`` (both installed by ``./run tests``). The test
 ``tests/run/test_report_in_browser.py`` uses the same functions.
 """
@@ -16,10 +17,11 @@ import contextlib
 import functools
 import http.server
 import json
-import os
 import shutil
 import subprocess
+import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -69,16 +71,20 @@ def chromium() -> str:
 
 
 def generate(reports: Path) -> Path:
-    """The documented command, pointed at ``reports`` through RLARK_REPORTS_DIR."""
-    env = dict(os.environ, RLARK_REPORTS_DIR=str(reports))
-    subprocess.run(
-        ["npx", "--no-install", "allure", "generate", str(reports / "allure-results")],
+    """The documented command (``rlark-acceptance report``) on ``reports``; the report."""
+    done = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("rlark-acceptance")),
+            "report",
+            "--reports-dir",
+            str(reports),
+        ],
         cwd=ROOT,
-        env=env,
-        check=True,
         capture_output=True,
-        timeout=300,
+        text=True,
+        timeout=600,
     )
+    assert done.returncode in (0, 1), f"report failed: {done.stdout}{done.stderr}"
     out = reports / "allure-report"
     assert (out / "index.html").is_file(), f"no report in {out}"
     return out
@@ -163,10 +169,12 @@ def main() -> None:
     args = ap.parse_args()
     reports = Path(args.reports).resolve()
     out = Path(args.out).resolve() if args.out else reports
+    t0 = time.monotonic()
     report = generate(reports)
+    print(f"rlark-acceptance report: {time.monotonic() - t0:.1f} s (whole process)")
     test = failed_profile_test(report)
     with serve(report, str(test["id"])) as base:
-        browse(f"{base}/index.html", screenshot=out / "report-overview.png", size="1400,1000")
+        browse(f"{base}/index.html", screenshot=out / "report-overview.png", size="1400,2000")
         text = seen_text(browse(f"{base}/{PROBE}", screenshot=out / "report-failed-check.png"))
     print(f"{out / 'report-overview.png'}\n{out / 'report-failed-check.png'}")
     print(text[:2000])

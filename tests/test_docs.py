@@ -101,7 +101,9 @@ def test_run_summary_has_the_documented_keys() -> None:
     report.add(neg).finish("failed", message="boom")
     report.outputs = {"checkpoint": "s3://b/p", "steps": [2], "kept": "s3://b/p", "removed": 0}
     report.error = "a usage error"
+    report.interrupted, report.interrupted_at = True, "b"
     real = report.summary()
+    assert set(real["interruptedAt"]) == set(doc["interruptedAt"])
     assert set(real) == set(doc)
     assert set(real["earliestFailure"]) == set(doc["earliestFailure"])
     assert set(real["selfChecks"]) == set(doc["selfChecks"])

@@ -1,7 +1,9 @@
-"""``rlark-acceptance``: the pre-flight and the config audit (docs/contract.md §3).
+"""``rlark-acceptance``: the pre-flight, the config audit (docs/contract.md §3) and the
+rendering of a run's report.
 
 Exit status: 0 no error finding; 1 an error finding or a redirect; 2 the input could not be
-read (one line naming the file and line; never a traceback).
+read (one line naming the file and line; never a traceback). ``report``: 0 accepted, 1 not
+accepted (the quality gate), 2 nothing to render.
 """
 
 from __future__ import annotations
@@ -64,6 +66,16 @@ def build_parser() -> argparse.ArgumentParser:
     cf = sub.add_parser("configs", help="audit RLinf configs (files or directories)")
     cf.add_argument("paths", nargs="+")
     cf.add_argument("--json", action="store_true")
+    rp = sub.add_parser(
+        "report", help="render a run's Allure report (replacing the previous one) and gate it"
+    )
+    rp.add_argument(
+        "--reports-dir",
+        default="reports",
+        metavar="DIR",
+        help="the run's reports directory, as given to the suite (default: reports)",
+    )
+    rp.add_argument("--open", action="store_true", help="then serve it on localhost")
     return p
 
 
@@ -72,6 +84,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "preflight":
             return _preflight(args)
+        if args.command == "report":
+            from pathlib import Path
+
+            from rlark_acceptance.run import report_render
+
+            return report_render.main(Path(args.reports_dir), open_after=args.open)
         return _configs(args)
     except InputError as exc:
         print(f"rlark-acceptance: {exc}", file=sys.stderr)

@@ -75,6 +75,40 @@ class SuiteRun:
     def junit(self) -> ET.Element:
         return ET.parse(self.reports / "junit.xml").getroot()
 
+    def junit_cases(self) -> list[tuple[str, Any]]:
+        """(suite name, testcase) as a JUnit consumer reads junit.xml, after checking it
+        against the schema CI reads."""
+        import junitparser
+
+        from tests.run.junit_schema import problems
+
+        path = self.reports / "junit.xml"
+        assert problems(path) == [], problems(path)
+        return [
+            (suite.name, case)
+            for suite in junitparser.JUnitXml.fromfile(str(path))
+            for case in suite
+        ]
+
+    def render(self) -> Rendered:
+        """The documented command, ``rlark-acceptance report --reports-dir``, and what a
+        reader of the rendered report sees first: its name (the summary widget's title)."""
+        command = Path(sys.executable).with_name("rlark-acceptance")
+        t0 = time.monotonic()
+        done = subprocess.run(
+            [str(command), "report", "--reports-dir", str(self.reports)],
+            cwd=ROOT,
+            env=_env(),
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        report = self.reports / "allure-report"
+        summary = json.loads((report / "summary.json").read_text(encoding="utf-8"))
+        return Rendered(
+            done.returncode, done.stdout + done.stderr, report, summary, time.monotonic() - t0
+        )
+
     def allure_results(self) -> list[dict[str, Any]]:
         out = []
         for p in sorted((self.reports / "allure-results").glob("*-result.json")):
@@ -82,7 +116,8 @@ class SuiteRun:
         return out
 
     def allure_result(self, scenario: str) -> dict[str, Any]:
-        found = [r for r in self.allure_results() if r.get("name") == scenario]
+        """The result of the Gherkin scenario named so (its test is named ``[check] …``)."""
+        found = [r for r in self.allure_results() if _unprefixed(r.get("name", "")) == scenario]
         assert found, f"no Allure result named {scenario!r}"
         return found[0]
 
@@ -95,6 +130,30 @@ class SuiteRun:
 
     def explain(self) -> str:
         return f"exit {self.returncode}\n{self.output[-4000:]}"
+
+
+@dataclass
+class Rendered:
+    returncode: int
+    output: str
+    report: Path
+    summary: dict[str, Any]  # the rendered report's summary.json: name, stats, status
+    elapsed: float
+
+    @property
+    def title(self) -> str:
+        return str(self.summary.get("name", ""))
+
+    def test_results(self) -> list[dict[str, Any]]:
+        return [
+            json.loads(p.read_text(encoding="utf-8"))
+            for p in sorted((self.report / "data" / "test-results").glob("*.json"))
+        ]
+
+
+def _unprefixed(name: str) -> str:
+    """``[6.3] 日志显示…`` → ``日志显示…``."""
+    return name.split("] ", 1)[1] if name.startswith("[") and "] " in name else name
 
 
 def _attachments(result: dict[str, Any]) -> list[dict[str, Any]]:

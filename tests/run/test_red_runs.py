@@ -9,10 +9,12 @@ the Allure result of the failing scenario with its evidence.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import junitparser
 import pytest
 
 from rlark_acceptance.model.doc_checks import CHECKS, remedy
@@ -62,22 +64,46 @@ def assert_allure_failure(run: SuiteRun, scenario: str, check: str) -> dict[str,
     return result
 
 
+PROFILE_SUITE = "the profile as it is"
+
+
 def junit_case(run: SuiteRun, check: str, *, failed: bool) -> Any:
-    """The JUnit testcase of the profile-as-is scenario that names ``check``."""
-    for case in run.junit.iter("testcase"):
-        props = {(p.get("name"), p.get("value")) for p in case.iter("property")}
-        mine = {("check", check), ("acceptance", "profile")} <= props
-        if mine and (case.find("failure") is not None) == failed:
+    """The JUnit testcase of the profile-as-is scenario for ``check`` (its failure's type is
+    the check, or its name starts with it), read as CI reads junit.xml."""
+    for suite, case in run.junit_cases():
+        if not suite.endswith(PROFILE_SUITE):
+            continue
+        failures = [r for r in case.result if isinstance(r, junitparser.Failure)]
+        named = case.name.startswith((f"[{check}] ", f"[{check}-"))  # [2.1-2.4] names 2.1
+        mine = any(f.type == check for f in failures) or named
+        if mine and bool(failures) == failed:
             section = next(c.section for c in CHECKS if c.id == check)
-            assert case.get("classname", "").endswith(section), case.get("classname")
+            assert case.classname.endswith(section), case.classname
             return case
-    raise AssertionError(f"no {'failed ' if failed else ''}testcase with the property {check}")
+    raise AssertionError(f"no {'failed ' if failed else ''}testcase of the profile for {check}")
 
 
 def junit_failure(run: SuiteRun, check: str) -> str:
-    failure = junit_case(run, check, failed=True).find("failure")
-    assert failure is not None
-    return str(failure.get("message", "")) + (failure.text or "")
+    """The failure's message and text; the only failures in junit.xml are the profile's."""
+    failed = [
+        (suite, case)
+        for suite, case in run.junit_cases()
+        if any(isinstance(r, junitparser.Failure) for r in case.result)
+    ]
+    assert all(suite.endswith(PROFILE_SUITE) for suite, _ in failed), [c.name for _, c in failed]
+    failure = next(r for r in junit_case(run, check, failed=True).result)
+    assert failure.message.startswith(f"[{check}] failed"), failure.message
+    return str(failure.message) + (failure.text or "")
+
+
+def assert_rendered_red(run: SuiteRun, check: str) -> Any:
+    """What a reader opens: the report rendered the documented way says NOT ACCEPTED at the
+    check, and the command's status is the gate's, naming it."""
+    rendered = run.render()
+    assert rendered.returncode == 1, rendered.output
+    assert rendered.title.endswith(f"NOT ACCEPTED at {check}"), rendered.title
+    assert f"NOT ACCEPTED at {check}" in rendered.output, rendered.output
+    return rendered
 
 
 # -- the pre-flight: one broken section each, Step 6 never starts -------------------------
@@ -173,6 +199,7 @@ def test_a_preflight_mistake_is_the_earliest_failure_and_step6_is_not_reached(
     step6 = run.allure_result("任务列表中出现本次 Job")
     assert step6["status"] == "skipped" and "not reached" in step6["statusDetails"]["message"]
     assert remedy(check) in junit_failure(run, check)
+    assert_rendered_red(run, check)
 
 
 # -- Step 6: a profile mistake the pre-flight cannot see, one per phase ------------------
@@ -200,9 +227,10 @@ def _output_elsewhere(site: Site) -> None:
 
 
 STEP6_MISTAKES = [
-    ("6.2", _unschedulable, "persistentvolumeclaim", ["6.3", "6.4", "6.5"]),
-    ("6.3", _prepare_fails, "exit code", ["6.4", "6.5"]),
-    ("6.5", _output_elsewhere, "ckpts", []),
+    # (check, mistake, in the message, checks not reached, the field that decides it)
+    ("6.2", _unschedulable, "persistentvolumeclaim", ["6.3", "6.4", "6.5"], None),
+    ("6.3", _prepare_fails, "exit code", ["6.4", "6.5"], ("job", "source /opt/venv/bin/activate")),
+    ("6.5", _output_elsewhere, "ckpts", [], None),
 ]
 STEP6_SCENARIOS = {
     "6.2": "Job 详情中出现一个 Worker 对应的实际 Pod,并位于预期 Node",
@@ -213,10 +241,17 @@ STEP6_SCENARIOS = {
 
 
 @pytest.mark.parametrize(
-    ("check", "mistake", "text", "not_reached"), STEP6_MISTAKES, ids=[m[0] for m in STEP6_MISTAKES]
+    ("check", "mistake", "text", "not_reached", "decided_by"),
+    STEP6_MISTAKES,
+    ids=[m[0] for m in STEP6_MISTAKES],
 )
 def test_a_step6_phase_fails_with_its_cause_and_later_phases_are_not_reached(
-    tmp_path: Path, check: str, mistake: Any, text: str, not_reached: list[str]
+    tmp_path: Path,
+    check: str,
+    mistake: Any,
+    text: str,
+    not_reached: list[str],
+    decided_by: tuple[str, str] | None,
 ) -> None:
     site = site_copy(tmp_path)
     mistake(site)
@@ -225,7 +260,13 @@ def test_a_step6_phase_fails_with_its_cause_and_later_phases_are_not_reached(
     first = assert_red_at(run, check)
     assert first["scenario"] == STEP6_SCENARIOS[check]
     assert text in first["message"], first["message"]
-    assert "location" not in first  # a runtime failure, not a finding
+    if decided_by is None:
+        assert "location" not in first, "no one field decides this failure"
+    else:
+        file = site.job if decided_by[0] == "job" else site.profile
+        line = file.read_text(encoding="utf-8").splitlines().index(f"      {decided_by[1]}") + 1
+        assert first["location"] == f"{file}:{line}", first.get("location")
+        assert f"({file}:{line})" in run.output, "the terminal does not say where"
     for c in not_reached:
         assert run.summary["checks"][c] == "notReached", run.summary["checks"]
     assert run.summary["checks"]["6.1"] == "passed"
@@ -237,6 +278,7 @@ def test_a_step6_phase_fails_with_its_cause_and_later_phases_are_not_reached(
     assert '"phases"' in run.attachment(result, "Pods and events")
     assert "kind: Job" in run.attachment(result, "Job YAML")
     assert remedy(check) in junit_failure(run, check)
+    assert_rendered_red(run, check)
 
 
 def test_the_whole_suite_on_a_profile_whose_first_signal_never_appears(tmp_path: Path) -> None:
@@ -262,12 +304,61 @@ def test_the_whole_suite_on_a_profile_whose_first_signal_never_appears(tmp_path:
     categories = run.reports / "allure-results" / "categories.json"
     assert "Step 6" in categories.read_text(encoding="utf-8")
 
+    # One field decides it: the pattern, at its line of the profile; and the message quotes
+    # the progress the Worker did print.
+    line = (
+        site.profile.read_text(encoding="utf-8")
+        .splitlines()
+        .index(r"  firstSignal: 'Epoch \d+ done'")
+    )
+    assert first["location"] == f"{site.profile}:{line + 1}", first
+    assert "the last progress-like line was: 'Global Step:" in first["message"], first["message"]
+
+    # The terminal: the profile's failure first, inconclusive self-checks counted apart.
+    tail = run.output[run.output.rindex("short test summary info") :]
+    failed_lines = [x for x in tail.splitlines() if x.startswith("FAILED")]
+    assert failed_lines and "(self-check)" not in failed_lines[0], tail
+    assert f"{len(self_checks['inconclusive'])} inconclusive" in tail.splitlines()[-1], tail
+    assert "INCONCLUSIVE [" in run.output
+    assert "Traceback" not in run.output and "_pytest" not in run.output, "a check's traceback"
+
+    # JUnit: failures only for the profile's scenario; the inconclusive ones are skipped.
+    assert remedy("6.4") in junit_failure(run, "6.4")
+    skipped = [
+        r.message
+        for suite, case in run.junit_cases()
+        for r in case.result
+        if not suite.endswith(PROFILE_SUITE) and r.message.startswith("inconclusive")
+    ]
+    assert len(skipped) == len(self_checks["inconclusive"]), skipped
+    assert set(skipped) == {"inconclusive: the profile itself fails at 6.4"}
+
+    # Allure: not failed, no critical severity, no remedy of its own.
+    rendered = assert_rendered_red(run, "6.4")
+    names = {e["scenario"] for e in self_checks["inconclusive"]}
+    seen = [t for t in rendered.test_results() if t["name"].split("] ", 1)[-1] in names]
+    assert len(seen) >= len(names), (len(seen), names)
+    for t in seen:
+        labels = {(x["name"], x["value"]) for x in t["labels"]}
+        assert t["status"] == "skipped", (t["name"], t["status"])
+        assert t["error"]["message"] == "inconclusive: the profile itself fails at 6.4", t["error"]
+        assert ("severity", "critical") not in labels, t["name"]
+        assert "remedy" not in (t.get("description") or ""), t["name"]
+    failed = [t for t in rendered.test_results() if t["status"] in ("failed", "broken")]
+    assert [t["name"] for t in failed] == [f"[6.4] {STEP6_SCENARIOS['6.4']}"]
+
 
 # -- green, interrupted, a crash, a usage error -------------------------------------------
 
 
-def test_a_green_run_passes_every_check(tmp_path: Path) -> None:
-    run = run_suite(site_copy(tmp_path), "-m", AS_IT_IS)
+def test_green_then_red_then_interrupted_in_one_reports_dir(tmp_path: Path) -> None:
+    """Three runs into the same reports directory, each rendered the documented way: every
+    page a reader opens says what that run's run-summary.json says, nothing of an earlier
+    report survives, the history grows."""
+    site = site_copy(tmp_path)
+
+    # Green.
+    run = run_suite(site, "-m", AS_IT_IS)
     s = run.summary
     assert run.returncode == 0, run.explain()
     assert s["verdict"] == "passed" and s["earliestFailure"] is None
@@ -278,18 +369,56 @@ def test_a_green_run_passes_every_check(tmp_path: Path) -> None:
     # A green run's outputs are removed from the persistent location (target.keepOutputs).
     assert s["outputs"]["kept"] is None and s["outputs"]["removed"] > 0, s["outputs"]
     assert "verdict: passed" in run.output
-    assert junit_case(run, "2.1", failed=False).get("classname", "").startswith("04 Step 2")
+    assert junit_case(run, "2.1", failed=False).classname.startswith("04 Step 2")
+    assert not [c for _, c in run.junit_cases() if not c.is_passed], "a green run reads red"
+    green = run.render()
+    assert green.returncode == 0, green.output
+    assert green.title.endswith("— ACCEPTED"), green.title
+    history = run.reports / "allure-history.jsonl"
+    assert len(history.read_text(encoding="utf-8").splitlines()) == 1
 
+    # Red, at a pre-flight check, in the same directory.
+    site.edit(site.job, "containerPath: /mnt/ckpt}", "containerPath: /mnt/ckpt, readOnly: true}")
+    run = run_suite(site, "-m", AS_IT_IS)
+    assert_red_at(run, "3.7")
+    before = time.time()
+    red = assert_rendered_red(run, "3.7")
+    assert "ACCEPTED" not in red.title.replace("NOT ACCEPTED", "")
+    for page in red.report.rglob("*"):
+        assert page.stat().st_mtime >= before - 1, f"{page} survived from an earlier report"
+    # What a reader opens names this run only (the history and trend data name the earlier).
+    for page in [red.report / "index.html", red.report / "summary.json"]:
+        text = page.read_text(encoding="utf-8")
+        assert "NOT ACCEPTED at 3.7" in text and "— ACCEPTED" not in text, page
+    assert len(history.read_text(encoding="utf-8").splitlines()) == 2, "the history was reset"
 
-def test_ctrl_c_during_step6_leaves_an_interrupted_record(tmp_path: Path) -> None:
-    run = run_suite_interrupted(site_copy(tmp_path), "任务列表中出现本次", "-m", STEP6_ONLY)
+    # Interrupted (Ctrl-C in Step 6), in the same directory again.
+    site.edit(site.job, "containerPath: /mnt/ckpt, readOnly: true}", "containerPath: /mnt/ckpt}")
+    run = run_suite_interrupted(site, "任务列表中出现本次", "-m", STEP6_ONLY)
     s = run.summary
     assert run.returncode == 2, run.explain()
     assert s["verdict"] == "interrupted" and s["interrupted"] is True
     assert s["earliestFailure"] is None
     assert all(s["checks"][c] == "notReached" for c in RUNTIME), s["checks"]
-    assert run.junit.tag in ("testsuites", "testsuite"), "no junit.xml after Ctrl-C"
+    assert s["interruptedAt"]["check"] == "6.1", s.get("interruptedAt")
     assert "verdict: interrupted" in run.output
+    assert "interrupted during [6.1]" in run.output
+    cases = run.junit_cases()
+    assert all(c.name for _, c in cases), "a testcase without a name"
+    errors = [
+        (c.name, r.message) for _, c in cases for r in c.result if isinstance(r, junitparser.Error)
+    ]
+    assert len(errors) == 1 and errors[0][0].startswith("[run] interrupted during [6.1]"), errors
+    assert not [c for _, c in cases if any(isinstance(r, junitparser.Failure) for r in c.result)]
+    passed = [c.name for _, c in cases if c.is_passed]
+    assert not passed, f"an interrupted Step 6 reads green: {passed}"
+    skipped = {r.message for _, c in cases for r in c.result if isinstance(r, junitparser.Skipped)}
+    assert "not reached: interrupted" in skipped, skipped
+    rendered = run.render()
+    assert rendered.returncode == 1, rendered.output
+    assert rendered.title.endswith("INTERRUPTED at 6.1"), rendered.title
+    assert "NOT ACCEPTED at 6.1" in rendered.output, rendered.output
+    assert len(history.read_text(encoding="utf-8").splitlines()) == 3
 
 
 def test_a_crash_in_a_fixture_is_recorded_at_the_first_check_it_stopped(tmp_path: Path) -> None:

@@ -351,6 +351,7 @@ def test_a_run_that_ends_without_the_signal_fails_6_4_at_once(base: Any, tmp_pat
     assert message == (
         "the logs never showed /Global Step: +\\d+%\\|/ and the Worker ended: "
         "pod rlinf-smoke-ppo-mlp-worker-0 Succeeded, Completed, exit code 0"
+        "; the run script printed no progress-like line"
     )
     assert rec.fault_at == pytest.approx(4.0)
 

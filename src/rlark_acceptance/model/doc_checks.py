@@ -6,6 +6,7 @@ page says to start troubleshooting at the earliest place where something went wr
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -333,7 +334,27 @@ BY_ID: dict[str, DocCheck] = {c.id: c for c in CHECKS}
 ORDER: dict[str, int] = {c.id: i for i, c in enumerate(CHECKS)}
 
 
-def remedy(check_id: str) -> str:
+# Where one remedy of the doc does not fit every way a check fails, the failure's message
+# picks the fitting one: 3.2's "narrow the node selection" is wrong for a selection that
+# hits no node at all (the doc's step: use the conditions confirmed for this environment).
+_REMEDY_FOR_MESSAGE: dict[str, tuple[tuple[re.Pattern[str], str], ...]] = {
+    "3.2": (
+        (
+            re.compile(r"hits 0 |hits no node|matches no node"),
+            "Step 3: the node selection hits no ready, schedulable node: browse the cluster's "
+            "nodes (online, schedulable, GPUs, labels) and select with the conditions confirmed "
+            "for this environment until exactly 1 node is selected; if they cannot be "
+            "determined, ask the platform administrator (1 Worker, its GPUs, its storage)",
+        ),
+    ),
+}
+
+
+def remedy(check_id: str, message: str | None = None) -> str:
+    """The doc's remedy for ``check_id``; the variant that fits ``message`` where there is one."""
+    for pattern, text in _REMEDY_FOR_MESSAGE.get(check_id, ()):
+        if message and pattern.search(message):
+            return text
     return BY_ID[check_id].remedy if check_id in BY_ID else ""
 
 

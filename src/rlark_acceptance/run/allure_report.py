@@ -8,8 +8,13 @@ goes through the redaction.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
+import time
+import uuid as uuidlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +27,7 @@ from rlark_acceptance.run.evidence import (
     job_yaml,
     pods_and_events_json,
 )
-from rlark_acceptance.run.report import RunReport
+from rlark_acceptance.run.report import RunReport, ScenarioRecord
 
 _TYPES = {
     "yaml": allure.attachment_type.YAML,
@@ -62,17 +67,28 @@ def attach_evidence(seen: dict[str, Any]) -> None:
 
 def describe_failure(check: str, message: str | None, feature_text: str, plugins: Any) -> None:
     """The failed check, its evidence and the doc's remedy first; the test listed under the
-    check that failed only (not under its neighbours in the scenario that passed)."""
+    check that failed only (not under its neighbours in the scenario that passed), unless
+    that check sits in another section than the scenario's own (it stays where it is)."""
     allure.dynamic.description(writers.description(feature_text, check, message))
     keep = writers.story_label(check)
+    with _current_result(plugins) as result:
+        if result is None:
+            return
+        stories = {x.value for x in result.labels if x.name == "story"}
+        if keep in stories:
+            result.labels = [x for x in result.labels if x.name != "story" or x.value == keep]
+
+
+@contextlib.contextmanager
+def _current_result(plugins: Any) -> Iterator[Any]:
+    """The Allure result allure-pytest-bdd is writing now (None outside a scenario)."""
     for plugin in plugins.get_plugins():
         lifecycle = getattr(plugin, "lifecycle", None)
-        if type(plugin).__name__ != "PytestBDDListener" or lifecycle is None:
-            continue
-        with lifecycle.update_test_case() as result:
-            if result is not None:
-                labels = result.labels
-                result.labels = [x for x in labels if x.name != "story" or x.value == keep]
+        if type(plugin).__name__ == "PytestBDDListener" and lifecycle is not None:
+            with lifecycle.update_test_case() as result:
+                yield result
+                return
+    yield None
 
 
 def shared_run_evidence(run: Any) -> None:
@@ -116,3 +132,100 @@ def write_extras(path: Path, report: RunReport, reports_dir: Path, run: Any) -> 
     history = reports_dir / "allure-report" / "history"
     if history.is_dir():
         shutil.copytree(history, path / "history", dirs_exist_ok=True)
+
+
+# -- the results as the record reads them ----------------------------------------------------
+
+
+def complete_results(path: Path, report: RunReport, uuids: dict[str, str]) -> None:
+    """Make the Allure results say what run-summary.json says, once the run is over.
+
+    Every scenario is named ``[check] …`` as in JUnit; a self-check that is inconclusive
+    (the profile itself fails) is ``skipped`` with that reason, normal severity and no remedy
+    of its own (allure-pytest-bdd wrote it ``failed`` before the profile's failure was
+    known); a scenario that has no result (it never started: the run was interrupted, or its
+    setup failed) gets one, so the tree holds every scenario of the run.
+    """
+    failed_at = report.profile_failed_at()
+    files: dict[str, Path] = {}  # result uuid → its file (named by another uuid)
+    for file in path.glob("*-result.json"):
+        try:
+            files[str(json.loads(file.read_text(encoding="utf-8")).get("uuid"))] = file
+        except (OSError, ValueError, AttributeError):
+            continue
+    for rec in report.in_page_order():
+        found = files.get(uuids.get(rec.nodeid) or "")
+        if found is not None:
+            file = found
+            data = json.loads(file.read_text(encoding="utf-8"))
+        else:
+            data = _new_result(rec, report)
+            file = path / f"{data['uuid']}-result.json"
+        data["name"] = writers.test_name(rec)
+        check = rec.failed_check()
+        if check is not None and rec.kind == "profile":
+            # What the quality gate names, and the first words of the failure a reader sees.
+            data.setdefault("labels", []).append({"name": "failedCheck", "value": check})
+            details = data.setdefault("statusDetails", {})
+            cause = rec.result(check).message or rec.message or ""
+            details["message"] = writers.scrub(f"[{check}] {cause}")
+        reason = report.inconclusive(rec, failed_at)
+        if reason is not None and failed_at is not None:
+            _inconclusive(data, rec, failed_at, reason)
+        tmp = file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+        os.replace(tmp, file)
+
+
+def _inconclusive(data: dict[str, Any], rec: ScenarioRecord, failed_at: str, reason: str) -> None:
+    message = f"inconclusive: the profile itself fails at {failed_at}"
+    data["status"] = "skipped"
+    data["statusDetails"] = {
+        "message": message,
+        "trace": writers.scrub(f"{reason}\n\nits own failure: {rec.message or ''}"),
+    }
+    data["labels"] = [
+        {"name": "severity", "value": "minor"} if x.get("name") == "severity" else x
+        for x in data.get("labels", [])
+    ]
+    data["description"] = writers.scrub(
+        f"**Inconclusive self-check** ({rec.own_check}): {reason}.\n\n"
+        f"Troubleshoot the profile at **{failed_at}** first, then run again.\n\n"
+        f"Its own failure, for the record:\n\n{writers.quoted(rec.message or '')}"
+    )
+
+
+def _new_result(rec: ScenarioRecord, report: RunReport) -> dict[str, Any]:
+    """A result for a scenario allure-pytest-bdd never started."""
+    from allure_commons.utils import md5
+
+    if rec.ran and rec.outcome == "failed":
+        status, message = "broken", rec.message or "failed before its first step"
+    elif rec.nodeid == report.interrupted_at:
+        status, message = "broken", "interrupted: the run was stopped during this scenario"
+    elif not rec.ran:
+        status = "skipped"
+        message = "not reached: interrupted" if report.interrupted else "not reached"
+    elif rec.outcome == "passed":
+        status, message = "passed", "passed"
+    else:
+        status, message = "skipped", rec.message or rec.outcome
+    full_name = f"{os.path.normpath(rec.position[0] or rec.feature)}:{rec.name}"
+    now = int(time.time() * 1000)
+    own = writers.allure_labels(rec.checks, rec.kind, rec.own_check)
+    labels = [{"name": n, "value": v} for n, v in own]
+    labels.append({"name": "framework", "value": "pytest-bdd"})
+    return {
+        "uuid": str(uuidlib.uuid4()),
+        "name": writers.test_name(rec),
+        "fullName": full_name,
+        "testCaseId": md5(full_name),
+        "historyId": f"{md5(full_name)}.{md5()}",
+        "status": status,
+        "statusDetails": {"message": writers.scrub(message)},
+        "stage": "finished",
+        "start": now,
+        "stop": now,
+        "labels": labels,
+        "description": writers.scrub(message),
+    }

@@ -16,6 +16,7 @@ from rlark_acceptance.model.findings import Severity
 from rlark_acceptance.preflight.entry import PreflightResult, sorted_findings
 from rlark_acceptance.run.acceptance import AcceptanceRun, manifest_of
 from rlark_acceptance.run.report import CheckResult
+from rlark_acceptance.run.step6.log import is_script_output
 
 NOT_REACHED = "not reached"  # how a step says its check was never reached (a skip reason)
 
@@ -33,7 +34,10 @@ def preflight_results(pre: PreflightResult, checks: list[str]) -> list[CheckResu
                 CheckResult(
                     check,
                     "failed",
-                    "; ".join(f"{f.code}: {f.message}" for f in errors),
+                    # "code — message": as "code: message", a code such as
+                    # secret-huggingface-token reads as a secret's name to the redaction,
+                    # and the variable's name (HF_TOKEN) went with the "value".
+                    "; ".join(f"{f.code} — {f.message}" for f in errors),
                     str(located) if located else None,
                 )
             )
@@ -55,10 +59,32 @@ def run_results(run: AcceptanceRun, checks: list[str]) -> list[CheckResult]:
             why = f"{NOT_REACHED}: {failed.check} failed" if failed else NOT_REACHED
             out.append(CheckResult(check, "notReached", p.message if p else why))
         elif p.status == "failed":
-            out.append(CheckResult(check, "failed", p.message))
+            out.append(CheckResult(check, "failed", p.message, runtime_location(run, check)))
         else:
             out.append(CheckResult(check, "passed", p.message))
     return out
+
+
+def runtime_location(run: AcceptanceRun, check: str) -> str | None:
+    """``file:line`` of the one field that decides a runtime failure, where one does.
+
+    6.4: the profile's ``runInfo.firstSignal`` (the pattern the logs never showed). 6.3,
+    when the Worker exited with an error before Ray printed anything: the Job's prepare
+    script, the only thing that runs before ``ray start``.
+    """
+    pre, rec = run.preflight, run.record
+    if rec is None:
+        return None
+    if check == "6.4" and pre.profile is not None:
+        return str(pre.profile.loc("runInfo", "firstSignal"))
+    role = pre.job.worker if pre.job is not None else None
+    if check != "6.3" or role is None or not role.prepare_script:
+        return None
+    exited = any(p.exit_code not in (None, 0) for p in rec.pods)
+    ray_spoke = any(line.strip() and not is_script_output(line) for line in rec.log)
+    if not exited or ray_spoke:
+        return None
+    return str(role.doc.text_loc("spec", "roles", role.index, "prepareScript"))
 
 
 def preflight_stop(pre: PreflightResult) -> str:

@@ -68,6 +68,15 @@ class ScenarioRecord:
     message: str | None = None
     details: dict[str, CheckResult] = field(default_factory=dict)
     ran: bool = False
+    # The check the scenario is written for: its first ``@check`` tag (a scenario of Step 6
+    # that also names 2.1 sits under 6.1); the earliest of ``checks`` when not known.
+    primary: str | None = None
+    position: tuple[str, int] = ("", 0)  # feature file and line: the order of the page
+    duration: float = 0.0
+
+    @property
+    def own_check(self) -> str:
+        return self.primary if self.primary in self.checks else _first(self.checks)
 
     def finish(
         self,
@@ -82,6 +91,13 @@ class ScenarioRecord:
         self.step = step
         self.message = message
         self.details = {d.check: d for d in details if d.check in self.checks}
+
+    def failed_check(self) -> str | None:
+        """The check whose evidence failed the scenario (its own when none explains it)."""
+        if self.outcome != "failed":
+            return None
+        failing = [c for c in self.checks if self.result(c).status == "failed"]
+        return failing[0] if failing else self.own_check
 
     def result(self, check: str) -> CheckResult:
         """Per-check evidence where the scenario's failure is explained by it; otherwise the
@@ -101,6 +117,7 @@ class RunReport:
     scenarios: dict[str, ScenarioRecord] = field(default_factory=dict)
     durations: dict[str, float] = field(default_factory=dict)
     interrupted: bool = False
+    interrupted_at: str | None = None  # nodeid of the scenario the interrupt stopped
     error: str | None = None  # a usage error or a crash outside the scenarios
     outputs: dict[str, Any] | None = None  # what the acceptance run left, where
 
@@ -141,16 +158,45 @@ class RunReport:
         )
         scenario = failing[0]
         result = checks[first]
+        message = result.message or scenario.message
         out: dict[str, Any] = {
             "check": first,
             "scenario": scenario.name,
             "step": scenario.step,
-            "message": result.message or scenario.message,
-            "hint": remedy(first),
+            "message": message,
+            "hint": remedy(first, message),
         }
         if result.location:
             out["location"] = result.location
         return out
+
+    def in_page_order(self) -> list[ScenarioRecord]:
+        """Every scenario as the page reads: by its own check, the profile's scenario first,
+        then as written in the feature files."""
+        return sorted(self.scenarios.values(), key=page_order)
+
+    def profile_failed_at(self) -> str | None:
+        """The earliest failing check of the profile as it is, if any."""
+        first = self.earliest_failure(self.check_results())
+        return first["check"] if first else None
+
+    def inconclusive(self, s: ScenarioRecord, profile_failed: str | None) -> str | None:
+        """Why a failed self-check proves nothing, when it does not (the profile fails)."""
+        if s.kind != "self-check" or s.outcome != "failed" or profile_failed is None:
+            return None
+        return (
+            f"the profile as it is fails at {profile_failed}; this scenario starts "
+            "from it, so it cannot show whether the harness catches its own mistake"
+        )
+
+    def interruption(self) -> dict[str, Any] | None:
+        """Where the run was interrupted: the scenario that was running, if one was."""
+        if not self.interrupted:
+            return None
+        s = self.scenarios.get(self.interrupted_at or "")
+        if s is None:
+            return {"check": None, "scenario": None, "step": None}
+        return {"check": s.own_check, "scenario": s.name, "step": s.step}
 
     def self_checks(self, profile_failed: str | None) -> dict[str, Any]:
         passed = 0
@@ -162,12 +208,10 @@ class RunReport:
             if s.outcome == "passed":
                 passed += 1
             elif s.outcome == "failed":
-                entry = {"check": _first(s.checks), "scenario": s.name, "message": s.message}
-                if profile_failed is not None:
-                    entry["reason"] = (
-                        f"the profile as it is fails at {profile_failed}; this scenario starts "
-                        "from it, so it cannot show whether the harness catches its own mistake"
-                    )
+                entry = {"check": s.own_check, "scenario": s.name, "message": s.message}
+                reason = self.inconclusive(s, profile_failed)
+                if reason is not None:
+                    entry["reason"] = reason
                     inconclusive.append(entry)
                 else:
                     failed.append(entry)
@@ -189,6 +233,9 @@ class RunReport:
             "durations": {k: round(v, 3) for k, v in self.durations.items()},
             "interrupted": self.interrupted,
         }
+        where = self.interruption()
+        if where is not None:
+            out["interruptedAt"] = where
         if self.error:
             out["error"] = self.error
         if self.outputs is not None:
@@ -210,3 +257,7 @@ def _first(checks: list[str]) -> str:
 
 def _doc_order(s: ScenarioRecord) -> tuple[int, str]:
     return (min((ORDER.get(c, 99) for c in s.checks), default=99), s.nodeid)
+
+
+def page_order(s: ScenarioRecord) -> tuple[int, bool, str, int, str]:
+    return (ORDER.get(s.own_check, 99), s.kind != "profile", *s.position, s.nodeid)

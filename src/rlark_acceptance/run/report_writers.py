@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from rlark_acceptance.model.doc_checks import BY_ID, CHECKS, earliest, remedy
+
+__all__ = ["remedy"]  # writers.remedy: the doc's remedy for a failure, as every writer says it
 from rlark_acceptance.preflight.secrets import redact
-from rlark_acceptance.run.report import Kind, RunReport
+from rlark_acceptance.run.report import Kind, RunReport, ScenarioRecord
 
 PAGE = "在单个 GPU 节点上运行 RLinf"
 SUMMARY_FILE = "run-summary.json"
@@ -66,6 +68,23 @@ def primary_check(checks: Iterable[str]) -> str | None:
     return earliest(list(checks))
 
 
+def same_section(checks: Iterable[str], primary: str) -> list[str]:
+    """The checks of a scenario that sit in its own check's section (the tree's stories): a
+    Step 6 scenario that also names 2.1 is listed under 6.1 only."""
+    return [c for c in checks if c in BY_ID and BY_ID[c].section == BY_ID[primary].section]
+
+
+def test_name(s: ScenarioRecord) -> str:
+    """What every test tab lists: the checks first. ``[6.3] …`` for the profile's scenario
+    (``[3.1-3.7] …`` for one that names several checks of a section), ``[6.3|self-check] …``
+    for the others, so that sorted by name (Allure's tree) the profile's own scenario comes
+    first within its check ("]" and "-" sort before "|")."""
+    mine = same_section(s.checks, s.own_check) if s.own_check in BY_ID else [s.own_check]
+    ids = mine[0] if len(mine) < 2 else f"{mine[0]}-{mine[-1]}"  # [3.1-3.7]: one section's
+    tag = ids if s.kind == "profile" else f"{ids}|self-check"
+    return f"[{tag}] {s.name}"
+
+
 def section_label(check: str) -> str:
     section = BY_ID[check].section
     return f"{SECTIONS.index(section) + 1:02d} {section}"
@@ -86,15 +105,15 @@ def doc_anchor(check: str) -> str:
     return "check-" + check.replace(".", "-").lower()
 
 
-def remedy_line(check: str) -> str:
-    return f"[{check}] the doc's remedy: {remedy(check)}"
+def remedy_line(check: str, message: str | None = None) -> str:
+    return f"[{check}] the doc's remedy: {remedy(check, message)}"
 
 
 # -- JUnit --------------------------------------------------------------------------------
 
 
-def junit_classname(checks: Iterable[str], feature: str) -> str:
-    first = primary_check(checks)
+def junit_classname(checks: Iterable[str], feature: str, primary: str | None = None) -> str:
+    first = primary or primary_check(checks)
     return section_label(first) if first else feature
 
 
@@ -102,18 +121,152 @@ def junit_properties(checks: Iterable[str], kind: Kind) -> list[tuple[str, str]]
     return [("check", c) for c in checks] + [("acceptance", kind)]
 
 
+def junit_xml(report: RunReport, others: Iterable[Any] = ()) -> str:
+    """The record as CI test tabs read it (the JUnit schema Jenkins and GitLab read).
+
+    One suite for the profile as it is, one for the self-checks, each in the page's order,
+    every testcase named ``[check] scenario``: a failure of the profile is ``<failure>``
+    with its cause and the doc's remedy; a scenario that never ran is ``<skipped>`` with why
+    (``not reached: interrupted``); a self-check that cannot be judged because the profile
+    itself fails is ``<skipped>`` ("inconclusive: …"), never a failure. An interrupt, a
+    usage error or a crash outside the scenarios is one ``<error>`` testcase saying so and
+    where. ``others`` are the session's other testcases (unit tests), kept as pytest wrote
+    them in a suite of their own.
+    """
+    import xml.etree.ElementTree as ET
+    from datetime import UTC, datetime
+
+    data = report.summary()
+    first = data["earliestFailure"]
+    failed_at = first["check"] if first else None
+    root = ET.Element("testsuites", name="rlark-acceptance: " + PAGE)
+    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S")
+
+    def suite(name: str) -> ET.Element:
+        return ET.SubElement(root, "testsuite", name=name, timestamp=stamp, hostname="localhost")
+
+    def case(parent: ET.Element, s: ScenarioRecord) -> None:
+        tc = ET.SubElement(
+            parent,
+            "testcase",
+            classname=junit_classname(s.checks, s.feature, s.own_check),
+            name=test_name(s),
+            time=f"{s.duration:.3f}",
+        )
+        for tag, attrs, text in _junit_outcome(report, s, failed_at):
+            ET.SubElement(tc, tag, attrs).text = scrub(text) if text else None
+
+    profile = suite(report_name(data) + " — the profile as it is")
+    props = ET.SubElement(profile, "properties")
+    for k, v in (
+        ("profile", data["profile"]),
+        ("verdict", data["verdict"]),
+        ("earliestFailure", failed_at or "none"),
+    ):
+        ET.SubElement(props, "property", name=k, value=scrub(str(v)))
+    run_error = _run_error(report, data)
+    if run_error is not None:
+        tc = ET.SubElement(profile, "testcase", classname="rlark-acceptance", name=run_error[0])
+        ET.SubElement(tc, "error", message=scrub(run_error[1]), type=run_error[2])
+    ordered = report.in_page_order()
+    for s in ordered:
+        if s.kind == "profile":
+            case(profile, s)
+    selfs = suite("self-checks (changed copies of the profile)")
+    for s in ordered:
+        if s.kind == "self-check":
+            case(selfs, s)
+    extra = list(others)
+    if extra:
+        rest = suite("other tests")
+        rest.extend(extra)
+    for element in root.iter("testsuite"):
+        _count(element)
+    _count(root, suites=True)
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _run_error(report: RunReport, data: dict[str, Any]) -> tuple[str, str, str] | None:
+    """(testcase name, message, type) of what stopped the run outside a check's verdict."""
+    if report.interrupted:
+        where = data.get("interruptedAt") or {}
+        s = report.scenarios.get(report.interrupted_at or "")
+        place = f"during {test_name(s)}" if s is not None else "between scenarios"
+        step = f", at step {where['step']}" if where.get("step") else ""
+        return (
+            f"[run] interrupted {place}",
+            f"the run was interrupted (SIGINT / SIGTERM) {place}{step}; what never ran is "
+            "not reached: the release is not accepted",
+            "interrupted",
+        )
+    if report.error:
+        return ("[run] error", f"{report.error}: the release is not accepted", "error")
+    return None
+
+
+def _junit_outcome(
+    report: RunReport, s: ScenarioRecord, failed_at: str | None
+) -> list[tuple[str, dict[str, str], str | None]]:
+    if not s.ran:
+        why = "not reached: interrupted" if report.interrupted else "not reached"
+        if s.nodeid == report.interrupted_at:
+            why = "not finished: the run was interrupted during this scenario"
+        return [("skipped", {"message": why}, None)]
+    if s.outcome == "passed":
+        return []
+    if s.outcome in ("notReached", "skipped"):
+        return [("skipped", {"message": s.message or s.outcome}, None)]
+    reason = report.inconclusive(s, failed_at)
+    if reason is not None:
+        message = f"inconclusive: the profile itself fails at {failed_at}"
+        return [("skipped", {"message": message}, f"{reason}\n\nits own failure: {s.message}")]
+    check = s.failed_check() or s.own_check
+    result = s.result(check)
+    cause = result.message or s.message or "failed"
+    where = result.location
+    head = "self-check failed" if s.kind == "self-check" else "failed"
+    first = " (the earliest failing check)" if s.kind == "profile" and check == failed_at else ""
+    message = f"[{check}] {head}{first}: {cause}"
+    if s.kind == "profile":
+        message += f" → {remedy(check, cause)}"
+    body = [f"step: {s.step}" if s.step else "", f"at: {where}" if where else "", cause]
+    if s.kind == "profile":
+        body.append(remedy_line(check, cause))
+    return [("failure", {"message": message, "type": check}, "\n".join(b for b in body if b))]
+
+
+def _count(element: Any, *, suites: bool = False) -> None:
+    cases = list(element.iter("testcase"))
+    counts = {
+        "tests": len(cases),
+        "failures": sum(1 for c in cases if c.find("failure") is not None),
+        "errors": sum(1 for c in cases if c.find("error") is not None),
+        "skipped": sum(1 for c in cases if c.find("skipped") is not None),
+    }
+    time = sum(float(c.get("time") or 0) for c in cases)
+    for k, v in counts.items():
+        if suites and k == "skipped":
+            continue  # the schema's testsuites has no skipped count
+        element.set(k, str(v))
+    element.set("time", f"{time:.3f}")
+
+
 # -- Allure --------------------------------------------------------------------------------
 
 
-def allure_labels(checks: list[str], kind: Kind) -> list[tuple[str, str]]:
-    """epic = the page, feature = the doc section (numbered), story = each check."""
-    first = primary_check(checks)
+def allure_labels(
+    checks: list[str], kind: Kind, primary: str | None = None
+) -> list[tuple[str, str]]:
+    """epic = the page, feature = the section of the scenario's own check (numbered), story =
+    each of its checks in that section."""
+    first = primary if primary in checks else primary_check(checks)
     if first is None:
         return []
     labels = [
         ("epic", PAGE),
         ("feature", section_label(first)),
-        *(("story", story_label(c)) for c in checks),
+        *(("story", story_label(c)) for c in same_section(checks, first)),
         ("severity", max((severity(c) for c in checks), key=("normal", "critical").index)),
         ("acceptance", kind),
         (
@@ -135,13 +288,17 @@ def doc_link(check: str, base: str | None) -> tuple[str, str] | None:
     return f"{base}#{doc_anchor(check)}", f"doc: {BY_ID[check].section}"
 
 
+def quoted(message: str) -> str:
+    lines = message.strip().replace("; ", "\n").splitlines()
+    return "\n".join(f"> {line}  " for line in lines)  # wraps, unlike a code block
+
+
 def description(feature_text: str, check: str, message: str | None) -> str:
     """Markdown a reader sees first: what failed, the doc's remedy, then the feature."""
     parts = [f"**{check} failed** ({BY_ID[check].section}): {BY_ID[check].says}"]
     if message:
-        lines = message.strip().replace("; ", "\n").splitlines()
-        parts.append("\n".join(f"> {line}  " for line in lines))  # wraps, unlike a code block
-    parts.append(f"**The doc's remedy:** {remedy(check)}")
+        parts.append(quoted(message))
+    parts.append(f"**The doc's remedy:** {remedy(check, message)}")
     if feature_text:
         parts.append(feature_text)
     return scrub("\n\n".join(parts))
@@ -188,8 +345,8 @@ def environment(profile: str, summary: dict[str, Any]) -> dict[str, str]:
 def report_name(summary: dict[str, Any]) -> str:
     verdict = summary["verdict"]
     word = {"passed": "ACCEPTED", "interrupted": "INTERRUPTED"}.get(verdict, "NOT ACCEPTED")
-    first = summary.get("earliestFailure")
-    tail = f" at {first['check']}" if first else ""
+    first = summary.get("earliestFailure") or summary.get("interruptedAt") or {}
+    tail = f" at {first['check']}" if first.get("check") else ""
     return f"RLark acceptance: {PAGE} — {word}{tail}"
 
 
@@ -209,6 +366,11 @@ def terminal_lines(data: dict[str, Any], path: Path) -> list[str]:
     ]
     if data.get("error"):
         out.append(f"error: {data['error']}")
+    where = data.get("interruptedAt")
+    if where:
+        place = f"during [{where['check']}] {where['scenario']}" if where["scenario"] else ""
+        step = f" (step: {where['step']})" if where.get("step") else ""
+        out.append(f"interrupted {place or 'between scenarios'}{step}")
     e = data["earliestFailure"]
     if e:
         where = f" ({e['location']})" if e.get("location") else ""
@@ -217,12 +379,18 @@ def terminal_lines(data: dict[str, Any], path: Path) -> list[str]:
         out.append("not reached: " + ", ".join(data["notReached"]))
     self_checks = data["selfChecks"]
     for entry in self_checks["failed"]:
-        out += [f"self-check failed: {entry['check']} {entry['scenario']}", f"  {entry['message']}"]
-    if self_checks.get("inconclusive"):
+        out += [
+            f"self-check failed: [{entry['check']}|self-check] {entry['scenario']}",
+            f"  {entry['message']}",
+        ]
+    inconclusive = self_checks.get("inconclusive") or []
+    if inconclusive:
+        at = e["check"] if e else "?"
         out.append(
-            f"self-checks inconclusive: {len(self_checks['inconclusive'])} (the profile itself "
-            "fails; see selfChecks.inconclusive)"
+            f"self-checks inconclusive: {len(inconclusive)} (not failures: the profile itself "
+            f"fails at {at}, and they start from it)"
         )
+        out += [f"  INCONCLUSIVE [{x['check']}|self-check] {x['scenario']}" for x in inconclusive]
     if data["durations"]:
         out.append("durations: " + ", ".join(f"{k} {v:.1f}s" for k, v in data["durations"].items()))
     return out

@@ -7,12 +7,37 @@ once when no signal was prepared or the Worker ends first; by the deadline
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, ClassVar
 
+from rlark_acceptance.run.step6.log import is_script_output
 from rlark_acceptance.run.step6.record import Status
 
 if TYPE_CHECKING:
     from rlark_acceptance.run.step6.run import Step6Run
+
+
+# What training progress looks like in a log whatever the pattern: a step / epoch /
+# iteration counter, a "3/10" count, a percentage (tqdm's bars).
+_PROGRESS_LIKE = re.compile(
+    r"(?i)\b(global[ _]?step|step|epoch|iter(ation)?)s?\b\s*[:=#]?\s*\d|\b\d+\s*/\s*\d+\b|\d%"
+)
+
+
+def last_progress_like(log: list[str]) -> str | None:
+    """The last line of the run script that looks like progress: what the prepared
+    pattern (``runInfo.firstSignal``) should have matched, when it did not."""
+    for line in reversed(log):
+        if is_script_output(line) and _PROGRESS_LIKE.search(line):
+            return line.strip()[:160]
+    return None
+
+
+def progress_hint(log: list[str]) -> str:
+    line = last_progress_like(log)
+    if line is None:
+        return "; the run script printed no progress-like line"
+    return f"; the last progress-like line was: {line!r}"
 
 
 class FirstSignal:
@@ -36,4 +61,7 @@ class FirstSignal:
 
     def over(self, run: Step6Run) -> str:
         pattern = run.log.signal.pattern if run.log.signal is not None else ""
-        return f"the logs never showed /{pattern}/ and the Worker ended: {run.pod_text()}"
+        return (
+            f"the logs never showed /{pattern}/ and the Worker ended: {run.pod_text()}"
+            f"{progress_hint(run.rec.log)}"
+        )

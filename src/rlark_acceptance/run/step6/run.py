@@ -202,10 +202,16 @@ class Step6Run:
                 return
             now = self.clock()
             if now >= deadline:
+                if phase.check == "6.4":  # say what the Worker printed instead
+                    from rlark_acceptance.run.step6.first_signal import progress_hint
+
+                    hint = progress_hint(self.rec.log)
+                else:
+                    hint = ""
                 raise self.fail(
                     phase.check,
                     f"nothing after {timeout:.0f} s (timeouts.{phase.timeout_key}); "
-                    f"{self.pod_text()}",
+                    f"{self.pod_text()}{hint}",
                 )
             self.next(min(deadline - now, PROGRESS_SECONDS))
             if self.on_progress is not None and self.clock() - ticked >= PROGRESS_SECONDS:
