@@ -76,8 +76,9 @@ class LogTail:
 class RunRecord:
     """What one submission showed, phase by phase, with the evidence to explain it."""
 
-    job: Job
+    job: Job  # as submitted: named for its run (``run_id.for_run``)
     ref: JobRef | None = None
+    run_id: str | None = None
     phases: dict[str, PhaseResult] = field(default_factory=dict)
     log: LogTail = field(default_factory=LogTail)
     pods: list[PodStatus] = field(default_factory=list)
