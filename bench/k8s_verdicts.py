@@ -49,6 +49,7 @@ from rlark_acceptance.adapters import open_adapter  # noqa: E402
 from rlark_acceptance.model.profile import load_profile  # noqa: E402
 from rlark_acceptance.preflight.entry import preflight_profile  # noqa: E402
 from rlark_acceptance.run.acceptance import submit_and_confirm  # noqa: E402
+from rlark_acceptance.run.step6.run_id import new_run_id, run_job_name  # noqa: E402
 from testenv import build, cluster, state  # noqa: E402
 
 PROFILE = ROOT / "profiles" / "kubernetes.yaml"
@@ -291,11 +292,12 @@ def run_adapter(tmp: Path, tag: str, fault: Fault | None) -> tuple[Witness, floa
     _ws, path, name = _workspace(tmp, tag, fault)
     profile = load_profile(path)
     pre = preflight_profile(path)
-    witness = Witness(name, profile.target.namespace)
+    run_id = new_run_id()  # the witness watches the Job as the run names it
+    witness = Witness(run_job_name(name, run_id), profile.target.namespace)
     adapter = open_adapter(profile)
     try:
         t0 = time.monotonic()
-        rec = submit_and_confirm(adapter, profile, pre)
+        rec = submit_and_confirm(adapter, profile, pre, run_id=run_id)
     finally:
         adapter.close()
         witness.close()

@@ -22,13 +22,13 @@ def accepted_run(
     pytestconfig: pytest.Config, target_profile: Any, target_environment: None
 ) -> Iterator[AcceptanceRun]:
     """The one real submission of the profile's Job, shared by every Step 6 scenario."""
-    from fixtures.run_record import RECORD_KEY
+    from fixtures.run_record import RECORD_KEY, run_id
     from rlark_acceptance.adapters import open_adapter
 
     adapter = open_adapter(target_profile)
     try:
         try:
-            run = accept(target_profile, adapter)
+            run = accept(target_profile, adapter, run_id=run_id(pytestconfig))
         except Interrupted as exc:  # the record of what ran, marked interrupted, then pytest's
             if exc.run is not None:  # own interrupt handling
                 pytestconfig.stash[RECORD_KEY] = exc.run

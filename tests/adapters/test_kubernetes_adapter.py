@@ -48,11 +48,12 @@ from rlark_acceptance.adapters.kubernetes.stream import (
     pod_status,
     worker_over,
 )
-from rlark_acceptance.model.job import JOB_NAME_LABEL, ROLE_LABEL, Job, read_job
+from rlark_acceptance.model.job import JOB_NAME_LABEL, ROLE_LABEL, RUN_ID_LABEL, Job, read_job
 from rlark_acceptance.model.profile import Profile, Target, load_profile
 from rlark_acceptance.preflight.entry import preflight_profile
 from rlark_acceptance.run.acceptance import manifest_of
 from rlark_acceptance.run.step6 import RunRecord, confirm_running
+from rlark_acceptance.run.step6.run_id import for_run, new_run_id, run_job_name
 from rlark_acceptance.storage import FileStore, S3Store
 from testenv import rlark_platform, state
 
@@ -201,23 +202,27 @@ def test_happy_path_passes_step6_through_the_real_observer(
     assert pre.validated is not None
     validated = pre.validated.config.resolved()
     job, manifest = pre.job, manifest_of(pre.job)
-    pod_name = f"{job.name}-worker-0"
+    run_id = new_run_id()
+    name = run_job_name(str(job.name), run_id)  # the Job as this run submits it
+    pod_name = f"{name}-worker-0"
     log_file = kube_env.pod_log_file(kube_namespace, pod_name)  # kwok serves it as the Pod log
     validated = pre.validated.config.resolved()
     thread, out = run_in_thread(
-        lambda: confirm_running(adapter, job, manifest, profile, validated_config=validated)
+        lambda: confirm_running(
+            adapter, job, manifest, profile, validated_config=validated, run_id=run_id
+        )
     )
     core = kube_env.core()
     pod = wait_for(
         "the Worker Pod started",
-        lambda: next((p for p in job_pods(kube_env, kube_namespace, job.name)
+        lambda: next((p for p in job_pods(kube_env, kube_namespace, name)
                       if p.status.phase in STARTED), None),
     )  # fmt: skip
     assert pod.metadata.name == pod_name and pod.spec.node_name == NODE
     # STAND-IN for the Worker (no container runs under kwok): its checkpoint, then its log.
     # RLinf saves global_step_1 under <log_path>/<experiment>/checkpoints in the mount ...
-    key = (
-        f"{prefix}/logs/smoke_ppo_mlp/checkpoints/global_step_1/actor/model_state_dict/"
+    key = (  # under the run's own prefix
+        f"{prefix}/{run_id}/logs/smoke_ppo_mlp/checkpoints/global_step_1/actor/model_state_dict/"
         "full_weights.safetensors"
     )
     s3_chain.client().upload_fileobj(io.BytesIO(safetensors_bytes()), s3_chain.bucket, key)
@@ -231,10 +236,10 @@ def test_happy_path_passes_step6_through_the_real_observer(
     for check in ("6.1", "6.2", "6.3", "1.1", "1.2", "6.4", "6.5"):
         assert rec.status(check) == "passed", (check, rec.phases[check].message)
     assert rec.phases["6.2"].message == f"one Pod, {pod_name}, on node {NODE}"
-    assert rec.log[: len(RAY_START)] == RAY_START and rec.log[-1] == PROGRESS
+    assert list(rec.log)[: len(RAY_START)] == RAY_START and rec.log.last == PROGRESS
     assert rec.checkpoint_after_delete is not None and rec.checkpoint_after_delete.ok
     assert any(e.reason == "Scheduled" and NODE in e.message for e in rec.events)
-    assert job_pods(kube_env, kube_namespace, job.name) == []  # delete() waited for it
+    assert job_pods(kube_env, kube_namespace, name) == []  # delete() waited for it
     assert not core.list_namespaced_pod(kube_namespace).items
 
 
@@ -291,14 +296,16 @@ def test_a_worker_that_fails_before_its_first_signal_fails_at_once(
     pre = preflight_profile(dataclasses.replace(profile, job=path))
     assert pre.job is not None and pre.rlinf is not None
     job, manifest = pre.job, manifest_of(pre.job)
-    pod_name = f"{job.name}-worker-0"
+    run_id = new_run_id()
+    name = run_job_name(str(job.name), run_id)
+    pod_name = f"{name}-worker-0"
     log_file = kube_env.pod_log_file(kube_namespace, pod_name)
-    thread, out = run_in_thread(lambda: confirm_running(adapter, job, manifest, profile))
+    thread, out = run_in_thread(
+        lambda: confirm_running(adapter, job, manifest, profile, run_id=run_id)
+    )
     wait_for(
         "the Worker Pod running",
-        lambda: any(
-            p.status.phase == "Running" for p in job_pods(kube_env, kube_namespace, job.name)
-        ),
+        lambda: any(p.status.phase == "Running" for p in job_pods(kube_env, kube_namespace, name)),
     )
     # STAND-IN for the Worker: Ray's start-up and the run script's first lines, then exit 1.
     printed = json.dumps(pre.rlinf.config.resolved(), indent=2).splitlines()
@@ -459,6 +466,42 @@ def test_reads_map_the_cluster_and_a_late_observer_sees_everything(
     assert job_pods(kube_env, kube_namespace, job.name) == []
     wait_for("the Job CR gone", lambda: job.name not in adapter.list_jobs(kube_namespace), 20)
     wait_for("the observers' threads stopped", lambda: not observer_threads(job.name), 5)
+
+
+def test_two_runs_of_one_job_at_once_are_both_listed_and_each_removes_only_its_own(
+    adapter: KubernetesAdapter,
+    kube_env: KubeEnv,
+    kube_namespace: str,
+    s3_chain: S3Env,
+    tmp_path: Path,
+) -> None:
+    """The one Job YAML submitted by two runs at once (a CI retry): two Jobs, named and
+    labelled for their runs, each with its own Pod; deleting one leaves the other."""
+    path, prefix = write_job(tmp_path, kube_namespace, s3_chain.bucket, name="rlinf-twice")
+    job, manifest = load_job(path)
+    runs = [for_run(job, manifest, new_run_id(), "/mnt/ckpt/logs") for _ in range(2)]
+    refs = [adapter.submit(j, m) for j, m in runs]
+    names = [str(j.name) for j, _ in runs]
+    assert names[0] != names[1] and all(n.startswith("rlinf-twice-") for n in names)
+    assert sorted(adapter.list_jobs(kube_namespace)) == sorted(names)
+    for (run_job, run_manifest), ref in zip(runs, refs, strict=True):
+        run_id = yaml.safe_load(run_manifest)["metadata"]["labels"][RUN_ID_LABEL]
+        assert ref.name == run_job.name and run_job.name.endswith(run_id)
+        cr = adapter._get_job(kube_namespace, ref.name)
+        assert cr["metadata"]["labels"][RUN_ID_LABEL] == run_id
+        ckpt = cr["spec"]["roles"][0]["mounts"][0]
+        assert ckpt["prefix"] == f"{prefix}/{run_id}", "each run writes under its own prefix"
+    wait_for(
+        "a Pod for each run",
+        lambda: all(job_pods(kube_env, kube_namespace, n) for n in names),
+    )
+    adapter.delete(refs[0])
+    assert job_pods(kube_env, kube_namespace, names[0]) == []
+    assert adapter.list_jobs(kube_namespace) == [names[1]], "the other run's Job stays"
+    assert job_pods(kube_env, kube_namespace, names[1]), "the other run's Pod stays"
+    adapter.delete(refs[1])
+    assert job_pods(kube_env, kube_namespace, names[1]) == []
+    wait_for("both Jobs gone", lambda: not adapter.list_jobs(kube_namespace), 20)
 
 
 def test_store_for_reads_object_storage_and_host_paths(

@@ -81,6 +81,7 @@ class ScriptedObservation:
             key=lambda s: s.at,
         )
         self.seen: list[Happening] = []
+        self.closed = False
 
     def next(self, timeout: float) -> Happening | None:
         if self.pending and self.pending[0].at <= self.clock.now + timeout:
@@ -92,6 +93,9 @@ class ScriptedObservation:
             return step.item
         self.clock.now += timeout
         return None
+
+    def close(self) -> None:
+        self.closed = True
 
 
 @dataclass
@@ -106,6 +110,7 @@ class ScriptedTarget:
     extra_pods: int = 0
     name: str = "scripted"
     deleted: list[JobRef] = field(default_factory=list)
+    submitted: list[str] = field(default_factory=list)
     observation: ScriptedObservation | None = None
     store: Store | None = None
 
@@ -113,10 +118,11 @@ class ScriptedTarget:
         if self.refuse:
             raise SubmitRejected(self.refuse)
         self.t0 = self.clock.now
+        self.submitted.append(str(job.name))
         return JobRef(str(job.name), job.namespace or "rlinf-acceptance", "uid-1")
 
     def list_jobs(self, namespace: str) -> list[str]:
-        return ["rlinf-smoke-ppo-mlp"] if self.listed else []
+        return list(self.submitted) if self.listed else []
 
     def observe(self, ref: JobRef) -> ScriptedObservation:
         self.observation = ScriptedObservation(self.clock, self.t0, self.script)

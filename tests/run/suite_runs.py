@@ -200,6 +200,29 @@ def run_suite(site: Site, *args: str, timeout: float = 300) -> SuiteRun:
     return _read(proc.returncode, proc.stdout + proc.stderr, reports, time.monotonic() - t0)
 
 
+def run_suites_at_once(site: Site, count: int, *args: str, timeout: float = 300) -> list[SuiteRun]:
+    """``count`` runs of the one profile started together (a CI retry, two engineers), each
+    writing its own record."""
+    t0 = time.monotonic()
+    started = []
+    for i in range(count):
+        reports = site.root.parent / f"reports-{i + 1}"
+        proc = subprocess.Popen(
+            _command(site, reports, list(args)),
+            cwd=ROOT,
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        started.append((proc, reports))
+    runs = []
+    for proc, reports in started:
+        output, _ = proc.communicate(timeout=max(1.0, timeout - (time.monotonic() - t0)))
+        runs.append(_read(proc.returncode, output, reports, time.monotonic() - t0))
+    return runs
+
+
 def run_suite_interrupted(site: Site, after: str, *args: str, timeout: float = 300) -> SuiteRun:
     """Start the suite, and send SIGINT (Ctrl-C) once ``after`` shows on its output."""
     reports = site.root.parent / "reports"

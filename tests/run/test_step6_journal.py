@@ -18,6 +18,7 @@ import pytest
 from rlark_acceptance.adapters.base import LeftoversRemoved
 from rlark_acceptance.run.step6.journal import (
     FORGET_AFTER_S,
+    identity,
     open_journal,
     state_dir,
     sweep_dead_runs,
@@ -147,3 +148,59 @@ def test_a_dead_journal_of_a_location_nobody_returns_to_is_forgotten_in_time(
     sweep_dead_runs(location(FileStore(other)))
     assert not journal.exists()
     assert (store.root / "abandoned.bin").exists(), "forgetting a journal removes no object"
+
+
+# A run of its own location: journal <root>/<run id> under the shared <root>, write there.
+OWN_RUN = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from rlark_acceptance.run.step6.journal import identity, open_journal
+    from rlark_acceptance.run.step6.output import Location
+    from rlark_acceptance.storage import FileStore, snapshot
+
+    root, run_id = sys.argv[1:]
+    own = Path(root) / run_id
+    own.mkdir()
+    store = FileStore(own)
+    shared = identity(Location(FileStore(root), ""))
+    journal = open_journal(Location(store, "", snapshot(store, "")), run_id=run_id, shared=shared)
+    assert journal is not None
+    (own / "global_step_1.bin").write_bytes(b"checkpoint")
+    print("READY", flush=True)
+    time.sleep(300)
+    """)
+
+
+def test_a_dead_run_of_its_own_location_is_removed_there_and_a_live_one_is_not(
+    state: Path, store: FileStore
+) -> None:
+    procs = {
+        rid: subprocess.Popen(
+            [sys.executable, "-c", OWN_RUN, str(store.root), rid], stdout=subprocess.PIPE, text=True
+        )
+        for rid in ("run-dead", "run-live")
+    }
+    try:
+        for proc in procs.values():
+            assert proc.stdout is not None and proc.stdout.readline().strip() == "READY"
+        killed(procs["run-dead"])
+        shared = identity(Location(store, ""))
+        mine = store.root / "run-new"
+        mine.mkdir()
+
+        def locate_run(run_id: str) -> Location:
+            own = FileStore(store.root / run_id)
+            return Location(own, "", snapshot(own, ""))
+
+        with pytest.warns(LeftoversRemoved, match="removed 1 object"):
+            removed = sweep_dead_runs(
+                location(FileStore(mine)), shared=shared, locate_run=locate_run
+            )
+        assert removed == ["global_step_1.bin"]
+        assert not (store.root / "run-dead" / "global_step_1.bin").exists()
+        assert (store.root / "run-live" / "global_step_1.bin").exists(), "a live run's is its own"
+        assert (store.root / "earlier-run.bin").exists()
+        assert len(list(state.glob("*.json"))) == 1, "only the live run's journal is left"
+    finally:
+        for proc in procs.values():
+            killed(proc)

@@ -140,7 +140,8 @@ def test_a_failing_run_keeps_its_outputs_and_names_them(base: Any, tmp_path: Pat
     root = tmp_path / "store"
     rec, _ = run(base, tmp_path, happy_script(root), validated={"cluster": {"num_nodes": 2}})
     assert rec.earliest_failure is not None and rec.earliest_failure.check == "1.2"
-    assert rec.outputs_kept == f"file://{root}/logs (1 objects written by this run)"
+    # The scripted target's store is the run's own mount (it keeps no prefix): all of it.
+    assert rec.outputs_kept == f"file://{root} (1 objects written by this run)"
     assert stored(root) == [f"{CKPT}/global_step_1/actor/model.safetensors"]
 
 

@@ -69,9 +69,10 @@ def test_a_refused_job_fails_6_1_and_nothing_after_is_reached(base: Any, tmp_pat
 
 def test_a_job_the_platform_does_not_list_fails_6_1(base: Any, tmp_path: Path) -> None:
     rec, _ = run(base, tmp_path, running(), listed=False)
+    assert rec.run_id and rec.job.name == f"rlinf-smoke-ppo-mlp-{rec.run_id}"
     assert verdict(rec)[:2] == (
         "6.1",
-        "job rlinf-smoke-ppo-mlp was submitted but the platform does not list it",
+        f"job {rec.job.name} was submitted but the platform does not list it",
     )
     assert rec.status("6.2") == "skipped"
 

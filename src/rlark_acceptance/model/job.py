@@ -26,6 +26,8 @@ from rlark_acceptance.model.yamlsrc import YamlDoc, load_yaml, parse_yaml
 
 JOB_NAME_LABEL = "rlark.io/job-name"
 ROLE_LABEL = "rlark.io/role"
+# Set by the acceptance run on the Job it submits, and on its Pods where the target can.
+RUN_ID_LABEL = "rlark-acceptance.io/run-id"
 
 
 @dataclass

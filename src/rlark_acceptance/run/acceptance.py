@@ -48,8 +48,10 @@ def submit_and_confirm(
     on_phase: Callable[[PhaseResult], None] | None = None,
     on_progress: Callable[[Progress], None] | None = None,
     delete_after: bool = True,
+    run_id: str | None = None,
 ) -> RunRecord:
-    """Step 6 for the Job the pre-flight read, whatever the pre-flight said."""
+    """Step 6 for the Job the pre-flight read, whatever the pre-flight said, as run
+    ``run_id`` (a new one by default)."""
     assert pre.job is not None, "the profile yields no Job YAML"
     validated: dict[str, Any] | None = None
     if pre.validated is not None:
@@ -64,6 +66,7 @@ def submit_and_confirm(
             on_phase=on_phase,
             on_progress=on_progress or progress.emit,
             delete_after=delete_after,
+            run_id=run_id,
         )
     finally:
         progress.emit(None)
@@ -74,6 +77,7 @@ def accept(
     adapter: Adapter,
     *,
     on_phase: Callable[[PhaseResult], None] | None = None,
+    run_id: str | None = None,
 ) -> AcceptanceRun:
     """What a release engineer runs: nothing is submitted unless the pre-flight passes.
 
@@ -83,7 +87,8 @@ def accept(
     if pre.verdict != "pass":
         return AcceptanceRun(pre, None)
     try:
-        return AcceptanceRun(pre, submit_and_confirm(adapter, profile, pre, on_phase=on_phase))
+        rec = submit_and_confirm(adapter, profile, pre, on_phase=on_phase, run_id=run_id)
+        return AcceptanceRun(pre, rec)
     except Interrupted as exc:
         exc.run = AcceptanceRun(pre, exc.record)
         raise

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from rlark_acceptance.model.doc_checks import CHECKS, ORDER, earliest, remedy
+from rlark_acceptance.run.step6.run_id import new_run_id
 
 Status = Literal["passed", "failed", "notReached", "skipped"]
 Kind = Literal["profile", "self-check"]
@@ -120,6 +121,8 @@ class RunReport:
     interrupted_at: str | None = None  # nodeid of the scenario the interrupt stopped
     error: str | None = None  # a usage error or a crash outside the scenarios
     outputs: dict[str, Any] | None = None  # what the acceptance run left, where
+    # This run's id: in the name, labels and output location of the Job it submits.
+    run_id: str = field(default_factory=new_run_id)
 
     def add(self, scenario: ScenarioRecord) -> ScenarioRecord:
         return self.scenarios.setdefault(scenario.nodeid, scenario)
@@ -225,6 +228,7 @@ class RunReport:
         first = self.earliest_failure(checks)
         out: dict[str, Any] = {
             "profile": self.profile,
+            "runId": self.run_id,
             "verdict": self.verdict(checks),
             "checks": {c: r.status for c, r in checks.items()},
             "earliestFailure": first,

@@ -364,6 +364,8 @@ def terminal_lines(data: dict[str, Any], path: Path) -> list[str]:
         f"{counts['failed']} failed, {counts['notReached']} not reached, "
         f"{counts['skipped']} not selected  ({path})"
     ]
+    if data.get("runId"):
+        out.append(f"run id: {data['runId']}")
     if data.get("error"):
         out.append(f"error: {data['error']}")
     where = data.get("interruptedAt")

@@ -30,13 +30,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from rlark_acceptance.adapters import cleanup
 from rlark_acceptance.adapters.base import Event, JobRef, Observation, PodStatus, SubmitRejected
 from rlark_acceptance.adapters.local.leftovers import POD_MARKER_ENV, mounted_below, sweep_stale
 from rlark_acceptance.adapters.local.pod import PodRun
 from rlark_acceptance.adapters.local.s3 import S3ConfigError, client, endpoint_for_s3fs, probe
 from rlark_acceptance.adapters.local.spec import RAY_TEMP_DIR, MountSpec, WorkerSpec
-from rlark_acceptance.model.job import JOB_NAME_LABEL, ROLE_LABEL, Job, Mount, Role
+from rlark_acceptance.model.job import JOB_NAME_LABEL, ROLE_LABEL, RUN_ID_LABEL, Job, Mount, Role
 from rlark_acceptance.model.profile import NodeSpec, Profile
 from rlark_acceptance.storage.store import FileStore, S3Store, Store
 
@@ -48,6 +50,20 @@ _CD_WORKSPACE = re.compile(r"(?:^|[\s;&|(])cd\s+['\"]?(/workspace(?:/[^\s;&|)'\"
 
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$")
+
+
+def run_id_of(manifest: str) -> str | None:
+    """The run id the acceptance run labelled its Job with (``run_id.RUN_ID_LABEL``)."""
+    try:
+        data = yaml.safe_load(manifest)
+    except yaml.YAMLError:
+        return None
+    meta = data.get("metadata") if isinstance(data, dict) else None
+    labels = meta.get("labels") if isinstance(meta, dict) else None
+    value = labels.get(RUN_ID_LABEL) if isinstance(labels, dict) else None
+    # It names a folder: a label value's characters only.
+    return value if isinstance(value, str) and _LABEL_VALUE.match(value) else None
 
 
 def harness_paths() -> list[str]:
@@ -142,7 +158,10 @@ class LocalAdapter:
             record = _JobRecord(ref, job, manifest)
             self._jobs[(namespace, name)] = record
         pod_name = f"{name}-{role.name}-0"
+        run_id = run_id_of(manifest)
         labels = {JOB_NAME_LABEL: name, ROLE_LABEL: str(role.name)}
+        if run_id:
+            labels[RUN_ID_LABEL] = run_id
         problem = self._unschedulable(role)
         if problem:
             pod = PodRun(PodStatus(pod_name, None, "Pending", labels=labels), namespace, None)
@@ -150,8 +169,11 @@ class LocalAdapter:
             pod.set_phase(reason="Unschedulable", message=problem)
             pod.event("FailedScheduling", problem, "Warning", "default-scheduler")
             return ref
-        self.scratch_root.mkdir(parents=True, exist_ok=True)
-        scratch = Path(tempfile.mkdtemp(prefix=f"{pod_name[:40]}-", dir=self.scratch_root))
+        # Each run's Pods in a folder of their own: the root is shared by every checkout and
+        # every run on the machine.
+        run_dir = self.scratch_root / run_id if run_id else self.scratch_root
+        run_dir.mkdir(parents=True, exist_ok=True)
+        scratch = Path(tempfile.mkdtemp(prefix=f"{pod_name[:40]}-", dir=run_dir))
         pod = PodRun(
             PodStatus(pod_name, self.node.name, "Pending", labels=labels), namespace, scratch
         )
@@ -373,6 +395,9 @@ class LocalAdapter:
             pod.deleted = True
             pod.stop()
             pod.remove_scratch(mounted_below)
+            if pod.scratch is not None and pod.scratch.parent != self.scratch_root:
+                with contextlib.suppress(OSError):
+                    pod.scratch.parent.rmdir()  # the run's folder, once its last Pod is gone
 
     def close(self) -> None:
         with self._lock:

@@ -17,7 +17,7 @@ import warnings
 from pathlib import Path
 
 from rlark_acceptance.adapters.base import LeftoversRemoved
-from rlark_acceptance.adapters.local.pod import remove_scratch, scratch_is_orphaned
+from rlark_acceptance.adapters.local.pod import LOCK_NAME, remove_scratch, scratch_is_orphaned
 
 # Set in every process of a local Pod: how tests (and humans) find what a Pod left behind.
 POD_MARKER_ENV = "RLARK_LOCAL_POD_UID"
@@ -63,18 +63,35 @@ def _kill_pod(scratch: Path) -> int:
     return len(pids)
 
 
+def _pod_scratches(scratch_root: Path) -> list[Path]:
+    """Every Pod scratch under the root: in a run's folder (``<run id>/<pod>-…``), or
+    directly under the root as runs without an id left them."""
+    found = []
+    for entry in scratch_root.iterdir():
+        if not entry.is_dir():
+            continue
+        if (entry / LOCK_NAME).exists():
+            found.append(entry)
+        else:
+            found.extend(p for p in entry.iterdir() if p.is_dir() and (p / LOCK_NAME).exists())
+    return found
+
+
 def sweep_stale(scratch_root: Path) -> list[str]:
     """Remove the Pods of dead runs under ``scratch_root``; says so with a
     ``LeftoversRemoved`` warning, and returns what it removed."""
     removed: list[str] = []
     if not scratch_root.is_dir():
         return removed
-    for scratch in scratch_root.iterdir():
-        if scratch.is_dir() and scratch_is_orphaned(scratch):
+    for scratch in _pod_scratches(scratch_root):
+        if scratch_is_orphaned(scratch):
             killed = _kill_pod(scratch)
             with contextlib.suppress(RuntimeError, OSError):
                 remove_scratch(scratch, mounted_below)
                 removed.append(f"{scratch.name} ({killed} processes)" if killed else scratch.name)
+            if scratch.parent != scratch_root:
+                with contextlib.suppress(OSError):
+                    scratch.parent.rmdir()  # the run's folder, once its last Pod is gone
     if removed:
         warnings.warn(
             LeftoversRemoved(

@@ -11,13 +11,14 @@ from rlark_acceptance.adapters.base import Adapter
 from rlark_acceptance.model.job import Job
 from rlark_acceptance.model.profile import Profile
 from rlark_acceptance.run.step6.first_signal import FirstSignal
-from rlark_acceptance.run.step6.journal import open_journal, sweep_dead_runs
+from rlark_acceptance.run.step6.journal import identity, open_journal, sweep_dead_runs
 from rlark_acceptance.run.step6.listed import Listed
-from rlark_acceptance.run.step6.output import Location, Output, locate
+from rlark_acceptance.run.step6.output import Location, Output, locate, output_store
 from rlark_acceptance.run.step6.outputs import keep_outputs_policy, output_root, settle_outputs
 from rlark_acceptance.run.step6.ray_head import RayHead
 from rlark_acceptance.run.step6.record import PHASES, PhaseResult, RunRecord
 from rlark_acceptance.run.step6.run import PhaseFailed, Progress, Step6Run
+from rlark_acceptance.run.step6.run_id import for_run, new_run_id, output_mount
 from rlark_acceptance.run.step6.scheduled import Scheduled
 
 if TYPE_CHECKING:
@@ -44,28 +45,49 @@ def confirm_running(
     on_progress: Callable[[Progress], None] | None = None,
     delete_after: bool = True,
     clock: Callable[[], float] = time.monotonic,
+    run_id: str | None = None,
 ) -> RunRecord:
-    """Submit ``job`` and run Step 6; never raises for what the target does wrong.
+    """Submit ``job`` as run ``run_id`` (a new one by default: ``run_id.for_run``) and run
+    Step 6; never raises for what the target does wrong.
 
     Raises ``Interrupted`` (a KeyboardInterrupt) with the record so far on SIGINT / SIGTERM.
     """
     ri = profile.run_info
     signal = re.compile(str(ri.first_signal)) if ri.first_signal else None
     policy = keep_outputs_policy(profile)
+    run_id = run_id or new_run_id()
+    user_job = job
+    job, manifest = for_run(user_job, manifest, run_id, output_root(profile))
+    runs_own = _runs_own(adapter, user_job, output_root(profile))
     # Located, and listed, before submitting: what is there already is not this run's.
     located = locate(adapter, job, ri.expected_output)
-    outputs = locate(adapter, job, output_root(profile), known=located)
-    if delete_after and isinstance(outputs, Location) and sweep_dead_runs(outputs):
+    outputs = _outputs(adapter, job, profile, runs_own, located)
+    shared = runs_own[1] if runs_own is not None else None
+    if (
+        delete_after
+        and isinstance(outputs, Location)
+        and sweep_dead_runs(
+            outputs,
+            shared=shared,
+            locate_run=lambda dead: _outputs(
+                adapter, for_run(user_job, "", dead, output_root(profile))[0], profile, runs_own
+            ),
+        )
+    ):
         # A killed run's objects were removed: what is there before this run changed.
         located = locate(adapter, job, ri.expected_output)
-        outputs = locate(adapter, job, output_root(profile), known=located)
+        outputs = _outputs(adapter, job, profile, runs_own, located)
     # Held until the outputs are settled: if this run is killed outright, the next one
     # removes what it wrote.
     journaled = delete_after and policy != "always" and isinstance(outputs, Location)
-    journal = open_journal(outputs) if journaled and isinstance(outputs, Location) else None
+    journal = (
+        open_journal(outputs, run_id=run_id, shared=shared)
+        if journaled and isinstance(outputs, Location)
+        else None
+    )
     run = Step6Run(
         adapter,
-        RunRecord(job=job),
+        RunRecord(job=job, run_id=run_id),
         profile.timeouts,
         signal=signal,
         validated=validated_config,
@@ -87,6 +109,8 @@ def confirm_running(
     except KeyboardInterrupt as exc:
         rec.interrupted, interrupt = True, exc
     finally:
+        if run.stream is not None:
+            run.stream.close()  # a Worker that prints on after its verdict costs nothing
         if rec.ref is not None:
             rec.pods = _safe(lambda: adapter.pods(rec.ref), [])  # type: ignore[arg-type]
             rec.events = _safe(lambda: adapter.events(rec.ref), [])  # type: ignore[arg-type]
@@ -106,6 +130,33 @@ def confirm_running(
     if interrupt is not None:
         raise Interrupted(rec) from interrupt
     return rec
+
+
+def _runs_own(adapter: Adapter, job: Job, root: object) -> tuple[str, str] | None:
+    """When the run's outputs go to a location of its own: the mount's path in the Worker
+    and the identity of the profile's location it lies under."""
+    mount = output_mount(job, root)
+    if mount is None or not mount.container_path:
+        return None
+    try:
+        found = output_store(adapter, job, mount.container_path)
+    except Exception:  # 6.5 names the cause once the run gets there
+        return None
+    return (mount.container_path, identity(Location(*found))) if found else None
+
+
+def _outputs(
+    adapter: Adapter,
+    job: Job,
+    profile: Profile,
+    runs_own: tuple[str, str] | None,
+    known: Location | str | None = None,
+) -> Location | str:
+    """What the run may remove afterwards: all of its own location (everything the Worker
+    wrote to that mount, directory markers included), else what it wrote under the output
+    folder."""
+    where = runs_own[0] if runs_own is not None else output_root(profile)
+    return locate(adapter, job, where, known=known)
 
 
 def _safe(fn: Callable[[], Any], default: Any) -> Any:

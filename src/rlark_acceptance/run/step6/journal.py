@@ -8,6 +8,11 @@ directory and holds a lock on it until it has settled its outputs. A journal who
 free belongs to a run that died. The next run on the same location removes what is there
 now and was not in the dead run's listing, then the journal; while another live run holds a
 journal on that location nothing is removed (its writes could not be told apart).
+
+A run whose outputs go to its own location (``run_id``: the profile's location with the run
+id appended) journals that location with the run id and the profile's location it belongs
+to (``shared``). The next run of the profile finds a dead run's journal by the shared
+location, and removes what the dead run wrote at the dead run's own location.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import os
 import time
 import uuid
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
@@ -60,8 +66,16 @@ class Journal:
         self._fh.close()  # releases the lock
 
 
-def open_journal(loc: Location) -> Journal | None:
-    """Journal ``loc``'s listing before submission; None when it has none to journal."""
+def identity(loc: Location) -> str:
+    return _identity(loc)
+
+
+def open_journal(
+    loc: Location, *, run_id: str | None = None, shared: str | None = None
+) -> Journal | None:
+    """Journal ``loc``'s listing before submission; None when it has none to journal.
+
+    ``run_id`` and ``shared``: ``loc`` is that run's own location, under ``shared``."""
     if loc.baseline is None:
         return None
     folder = state_dir()
@@ -70,7 +84,10 @@ def open_journal(loc: Location) -> Journal | None:
         path = folder / f"{uuid.uuid4().hex}.json"
         fh = path.open("w", encoding="utf-8")
         fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        json.dump({"where": _identity(loc), "baseline": sorted(loc.baseline)}, fh)
+        entry: dict[str, object] = {"where": _identity(loc), "baseline": sorted(loc.baseline)}
+        if run_id is not None and shared is not None:
+            entry |= {"runId": run_id, "shared": shared}
+        json.dump(entry, fh)
         fh.flush()
     except OSError:
         return None  # no state directory: the run goes on, as it did without journals
@@ -96,27 +113,64 @@ def _forget_if_stale(path: Path) -> None:
             path.unlink()
 
 
-def sweep_dead_runs(loc: Location) -> list[str]:
-    """Remove from ``loc`` what runs that died there wrote; says so with a
-    ``LeftoversRemoved`` warning and returns the removed keys."""
+def sweep_dead_runs(
+    loc: Location,
+    *,
+    shared: str | None = None,
+    locate_run: Callable[[str], Location | str] | None = None,
+) -> list[str]:
+    """Remove from ``loc`` what runs that died there wrote, and from their own locations
+    what dead runs of the same ``shared`` location wrote (``locate_run(run_id)``); says so
+    with a ``LeftoversRemoved`` warning and returns the removed keys."""
     folder = state_dir()
     if not folder.is_dir():
         return []
     dead: list[tuple[Path, set[str]]] = []
+    own: list[tuple[Path, str, set[str]]] = []  # dead runs of their own location
+    live_here = False
     for path in sorted(folder.glob("*.json")):
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if not isinstance(data, dict) or data.get("where") != _identity(loc):
+        if not isinstance(data, dict):
             _forget_if_stale(path)
             continue
-        held = _held(path)
-        if held:
-            return []  # a live run writes here too: its objects cannot be told apart
-        if held is False:
-            dead.append((path, {str(k) for k in data.get("baseline") or []}))
-    if not dead or not isinstance(loc.store, Removable):
+        baseline = {str(k) for k in data.get("baseline") or []}
+        if data.get("where") == _identity(loc):
+            held = _held(path)
+            live_here = live_here or bool(held)
+            if held is False:
+                dead.append((path, baseline))
+        elif shared is not None and data.get("shared") == shared and data.get("runId"):
+            if _held(path) is False:
+                own.append((path, str(data["runId"]), baseline))
+        else:
+            _forget_if_stale(path)
+    removed: list[str] = []
+    if dead and not live_here:  # a live run writing here too: its objects cannot be told apart
+        removed += _remove_written(loc, dead)
+    for path, run_id, baseline in own:
+        if locate_run is None:
+            break
+        where = locate_run(run_id)
+        if not isinstance(where, str):
+            removed += _remove_written(where, [(path, baseline)])
+    if removed:
+        warnings.warn(
+            LeftoversRemoved(
+                f"removed {len(removed)} object(s) written by a run that died without "
+                f"cleaning up (from {loc.where} or a dead run's own location beside it)"
+            ),
+            stacklevel=2,
+        )
+    return removed
+
+
+def _remove_written(loc: Location, dead: list[tuple[Path, set[str]]]) -> list[str]:
+    """What is at ``loc`` now and in none of the dead runs' listings, removed; then their
+    journals."""
+    if not isinstance(loc.store, Removable):
         return []
     try:
         try:
@@ -133,12 +187,4 @@ def sweep_dead_runs(loc: Location) -> list[str]:
     for path, _ in dead:
         with contextlib.suppress(OSError):
             path.unlink()
-    if written:
-        warnings.warn(
-            LeftoversRemoved(
-                f"removed {len(written)} object(s) from {loc.where} written by a run that "
-                "died without cleaning up"
-            ),
-            stacklevel=2,
-        )
     return written
