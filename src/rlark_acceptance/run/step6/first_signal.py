@@ -8,6 +8,7 @@ once when no signal was prepared or the Worker ends first; by the deadline
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, ClassVar
 
 from rlark_acceptance.run.step6.log import is_script_output
@@ -24,16 +25,17 @@ _PROGRESS_LIKE = re.compile(
 )
 
 
-def last_progress_like(log: list[str]) -> str | None:
+def last_progress_like(log: Iterable[str]) -> str | None:
     """The last line of the run script that looks like progress: what the prepared
-    pattern (``runInfo.firstSignal``) should have matched, when it did not."""
-    for line in reversed(log):
+    pattern (``runInfo.firstSignal``) should have matched, when it did not. Read from what
+    the record keeps of the log (its bounded head and tail)."""
+    for line in reversed(list(log)):
         if is_script_output(line) and _PROGRESS_LIKE.search(line):
             return line.strip()[:160]
     return None
 
 
-def progress_hint(log: list[str]) -> str:
+def progress_hint(log: Iterable[str]) -> str:
     line = last_progress_like(log)
     if line is None:
         return "; the run script printed no progress-like line"
