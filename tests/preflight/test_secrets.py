@@ -689,3 +689,19 @@ def test_docker_auth_config_credentials_are_found_raw_or_base64() -> None:
     assert_clean([hit], encoded)
     for benign in ('{"auths": {"r.io": {"auth": "${AUTH}"}}}', '{"credsStore": "ecr-login"}'):
         assert scan_value("DOCKER_AUTH_CONFIG", benign) == []
+
+
+def test_a_findings_own_words_are_no_secret() -> None:
+    """A finding says where a value was withheld; read again (a report redacted, a message
+    scanned), those words are found by no rule, so the process never learns "(value" as a
+    secret and blanks it in every later message."""
+    from rlark_acceptance.preflight.secrets import memory
+
+    before = set(memory.remembered())
+    for text in (
+        "secret-variable in sshpass -p (value withheld); remove it and rotate it",
+        "secret-huggingface-token — environment variable HF_TOKEN (value withheld)",
+        "--password (value withheld); read it from a mounted file",
+    ):
+        assert scan_script(text) == [], text
+    assert set(memory.remembered()) == before
