@@ -214,7 +214,8 @@ _AUTH_HEADER = re.compile(
 # Its value as a shell word, like a long flag's (a parenthesis starts no literal: a
 # finding's own "sshpass -p (value withheld)" is not a password).
 _SSHPASS = re.compile(
-    r"""\bsshpass[ \t]+-p[ \t]*(?P<value>"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|(?:[^\s;&|()<>"'`\\]|\\.)+)"""
+    r"\bsshpass[ \t]+-p[ \t]*"
+    r"""(?P<value>"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|(?:[^\s;&|()<>"'`\\]|\\.)+)"""
 )
 # A .netrc line; the value stops at a quote, which closes the string that writes the line.
 _NETRC = re.compile(r"\blogin\s+\S+\s+(?P<name>password)\s+(?P<value>[^\s'\"]+)")
