@@ -24,6 +24,13 @@ _RAY_BANNER = re.compile(
 )
 
 
+# What a dying program says last: a Python exception's final line (``KeyError: 'x'``,
+# ``ray.exceptions.AuthenticationError: …``), else any line that says "error".
+_EXCEPTION_LINE = re.compile(r"^\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit)\b(?::|$)")
+_ERROR_WORD = re.compile(r"\berror\b", re.IGNORECASE)
+LAST_ERROR_MAX = 300
+
+
 def is_script_output(line: str) -> bool:
     """A line after Ray's start-up that Ray's own CLI did not print."""
     return not (_RAY_CLI_LINE.match(line) or _RAY_BANNER.search(line))
@@ -43,9 +50,12 @@ class LogReader:
         self.signal_line: int | None = None
         self.signal_at: float | None = None
         self._json: list[str] | None = None
+        self.last_error: str | None = None  # quoted when the Worker dies
+        self._last_exception = False
 
     def feed(self, line: str, index: int, at: float) -> None:
         self._read(line, index)
+        self._error(line)
         # Only the run script's output counts: Ray's own lines could match a loose pattern.
         if (
             self.signal is not None
@@ -55,6 +65,14 @@ class LogReader:
         ):
             self.signal_line = index
             self.signal_at = at
+
+    def _error(self, line: str) -> None:
+        """Keep the last error line; an exception's own line outranks later mentions."""
+        text = line.strip()
+        if _EXCEPTION_LINE.match(text):
+            self.last_error, self._last_exception = text[:LAST_ERROR_MAX], True
+        elif _ERROR_WORD.search(text) and not self._last_exception:
+            self.last_error = text[:LAST_ERROR_MAX]
 
     def _read(self, line: str, index: int) -> None:
         if self.ray_line is None and RAY_STARTED.search(line):
