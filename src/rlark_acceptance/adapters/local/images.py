@@ -82,7 +82,7 @@ def resolve(reference: str, images: dict[str, Any] | None, base: Path) -> LocalI
                 f"(python -m rlark_acceptance.adapters.local.images build {lock})"
             )
     else:
-        prefix = (base / os.path.expanduser(str(env))).absolute()
+        prefix = Path(os.path.abspath(base / os.path.expanduser(str(env))))
     if not (prefix / "bin" / "python").exists():
         raise ImageError(f'Failed to pull image "{reference}": {prefix} has no bin/python')
     workspace = {
@@ -103,7 +103,7 @@ def absolute(images: dict[str, Any], base: Path) -> dict[str, Any]:
         if isinstance(env, dict) and "lock" in env:
             entry["environment"] = {**env, "lock": str((base / str(env["lock"])).resolve())}
         elif isinstance(env, str):
-            entry["environment"] = str((base / os.path.expanduser(env)).absolute())
+            entry["environment"] = os.path.abspath(base / os.path.expanduser(env))
         if isinstance(entry.get("workspace"), dict):
             entry["workspace"] = {
                 k: str((base / str(v)).resolve()) for k, v in entry["workspace"].items()
@@ -121,6 +121,7 @@ def build(lock: Path, python: str = "python3") -> Path:
     prefix = locked_env_dir(lock)
     if (prefix / BUILT_STAMP).is_file():
         return prefix
+    print(f"run: building the Worker environment {prefix.name} ({lock})", file=sys.stderr)
     if prefix.exists():
         shutil.rmtree(prefix)
     prefix.parent.mkdir(parents=True, exist_ok=True)
