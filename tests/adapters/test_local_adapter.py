@@ -299,7 +299,7 @@ def test_log_shows_ray_then_config_then_progress(happy: HappyRun, profile: Profi
     assert config["runner"]["logger"]["log_path"] == "/mnt/ckpt/logs"
     first_signal = t.index(str(profile.run_info.first_signal))  # 6.4
     assert ray_at < start < first_signal
-    assert len([line for line in t.lines if line.startswith("Global Step:")]) == 5
+    assert len([line for line in t.lines if line.startswith("│ Global Step:")]) == 5
     assert t.lines[-1] == "Smoke training finished."
 
 
