@@ -113,10 +113,11 @@ class ScriptedTarget:
         if self.refuse:
             raise SubmitRejected(self.refuse)
         self.t0 = self.clock.now
-        return JobRef(str(job.name), job.namespace or "rlinf-acceptance", "uid-1")
+        self.job_name = str(job.name)
+        return JobRef(self.job_name, job.namespace or "rlinf-acceptance", "uid-1")
 
     def list_jobs(self, namespace: str) -> list[str]:
-        return ["rlinf-smoke-ppo-mlp"] if self.listed else []
+        return [self.job_name] if self.listed else []
 
     def observe(self, ref: JobRef) -> ScriptedObservation:
         self.observation = ScriptedObservation(self.clock, self.t0, self.script)
