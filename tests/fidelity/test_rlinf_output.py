@@ -93,6 +93,17 @@ def test_rlinfs_checkpoint_passes_the_readers(tmp_path: Path) -> None:
     assert f"{STEP}/sac_components/alpha/dcp_checkpoint/.metadata" in keys
 
 
+def test_a_truncated_rlinf_dcp_shard_is_refused(tmp_path: Path) -> None:
+    """RLinf's .metadata says how many bytes of each shard hold tensors: a shard cut short
+    (an upload that never completed) is not a checkpoint."""
+    shutil.copytree(DATA / "mount", tmp_path / "m")
+    shard = tmp_path / "m" / STEP / "sac_components/alpha/dcp_checkpoint/__0_0.distcp"
+    shard.write_bytes(shard.read_bytes()[:100])
+    report = verify_checkpoints(FileStore(tmp_path / "m"), "logs/ci-test/checkpoints")
+    assert not report.ok
+    assert any("__0_0.distcp: 100 bytes, .metadata places" in p for p in report.problems), report
+
+
 def test_rlinfs_tensorboard_events_pass_the_reader() -> None:
     report = verify_event_files(FileStore(DATA / "mount"), "logs/tensorboard")
     assert report.ok, report
