@@ -299,7 +299,7 @@ def test_log_shows_ray_then_config_then_progress(happy: HappyRun, profile: Profi
     assert config["runner"]["logger"]["log_path"] == "/mnt/ckpt/logs"
     first_signal = t.index(str(profile.run_info.first_signal))  # 6.4
     assert ray_at < start < first_signal
-    assert len([line for line in t.lines if line.startswith("Global Step:")]) == 5
+    assert len([line for line in t.lines if line.startswith("│ Global Step:")]) == 5
     assert t.lines[-1] == "Smoke training finished."
 
 
@@ -675,3 +675,43 @@ def test_a_store_that_dies_while_6_5_waits_fails_6_5_with_the_cause(
     assert "could not be read while the Worker ran" in first.message
     assert "EndpointConnectionError" in first.message and "after 4 attempts" in first.message
     assert "timeouts.output" not in first.message
+
+
+def test_the_worker_is_isolated_like_a_container(
+    adapter: LocalAdapter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its own empty HOME and XDG dirs, the image's Python, nothing of the harness's env."""
+    monkeypatch.setenv("RLARK_HARNESS_ONLY", "leaked")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "user-config"))
+    script = textwrap.dedent("""\
+        echo "home=$HOME entries=$(ls -A "$HOME" | tr '\\n' ' ')"
+        echo "xdg=$XDG_CONFIG_HOME,$XDG_CACHE_HOME"
+        echo "leak=${RLARK_HARNESS_ONLY:-none} python=$(command -v python)"
+        """)
+    job, text = write_job(tmp_path / "jobdir", unique("isolated"), script)
+    ref = adapter.submit(job, text)
+    t = watch(adapter.observe(ref), terminal)
+    assert t.last.phase == "Succeeded", t.log()[-2000:]
+    # Its own HOME: what Ray's head wrote there, and the mount point of an interpreter that
+    # lives under the user's /root (pyenv's), shown again read-only; nothing of the user's.
+    home = next(x for x in t.lines if x.startswith("home="))
+    assert home.startswith("home=/root entries="), t.log()
+    assert set(home.split("=", 2)[2].split()) <= {".ray", ".pyenv"}, home
+    assert "xdg=/root/.config,/root/.cache" in t.lines
+    venv = REPO / ".venv" / "bin" / "python"
+    assert f"leak=none python={venv}" in t.lines, t.log()
+    adapter.delete(ref)
+
+
+def test_an_image_the_profile_does_not_name_is_not_on_the_node(
+    adapter: LocalAdapter, tmp_path: Path
+) -> None:
+    job, text = write_job(tmp_path / "jobdir", unique("noimage"), "echo never")
+    job.worker.image = "registry.example.com/rlinf:v0.3.0"  # type: ignore[union-attr]
+    ref = adapter.submit(job, text)
+    t = watch(adapter.observe(ref), lambda t: bool(t.pods) and t.last.reason == "ErrImagePull")
+    assert 'Failed to pull image "registry.example.com/rlinf:v0.3.0": not on this node' in str(
+        t.last.message
+    )
+    assert "never" not in t.lines
+    adapter.delete(ref)

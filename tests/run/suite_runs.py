@@ -60,6 +60,7 @@ def site_copy(tmp: Path) -> Site:
     site = Site(root)
     # The embedded profile names its RLinf config relative to the repository.
     site.edit(site.profile, "config: ../src/", f"config: {ROOT / 'src'}/")
+    site.edit(site.profile, "environment: ../.venv", f"environment: {ROOT / '.venv'}")
     return site
 
 
@@ -186,11 +187,14 @@ def _env() -> dict[str, str]:
     return env
 
 
-def run_suite(site: Site, *args: str, timeout: float = 300) -> SuiteRun:
+def run_suite(
+    site: Site, *args: str, timeout: float = 300, wrapper: list[str] | None = None
+) -> SuiteRun:
+    """``wrapper``: a command that runs the suite's command line given as its arguments."""
     reports = site.root.parent / "reports"
     t0 = time.monotonic()
     proc = subprocess.run(
-        _command(site, reports, list(args)),
+        [*(wrapper or []), *_command(site, reports, list(args))],
         cwd=ROOT,
         env=_env(),
         capture_output=True,

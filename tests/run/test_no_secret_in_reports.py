@@ -82,6 +82,7 @@ def plant(root: Path, fake: FakeSecrets) -> tuple[Path, list[Planted]]:
     image = f"rl:{image_pw}@registry.invalid/{role['image']}"
     role["image"] = image
     profile["runInfo"]["image"] = image
+    profile["target"]["images"] = {image: {"environment": str(REPO / ".venv")}}
 
     # A mount's options string.
     mount_pw = put("mount options", "secret-variable", fake.mixed(14))

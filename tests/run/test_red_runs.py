@@ -284,7 +284,7 @@ def test_a_step6_phase_fails_with_its_cause_and_later_phases_are_not_reached(
 def test_the_whole_suite_on_a_profile_whose_first_signal_never_appears(tmp_path: Path) -> None:
     """Self-checks start from the broken profile too: they never steal the verdict."""
     site = site_copy(tmp_path)
-    signal = r"firstSignal: 'Global Step: +\d+%\|'"
+    signal = r"firstSignal: 'Global Step:.*\b[1-9]\d*/\d+'"
     site.edit(site.profile, signal, r"firstSignal: 'Epoch \d+ done'")
     run = run_suite(site)
 

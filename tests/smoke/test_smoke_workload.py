@@ -33,7 +33,7 @@ from rlark_acceptance.storage import FileStore, verify_checkpoints, verify_event
 pytest.importorskip("ray")
 
 CONFIG_NAME = "smoke_ppo_mlp"
-STEP_LINE = re.compile(r"^Global Step:\s+\d+%\|.*\| (\d+)/(\d+) \[")
+STEP_LINE = re.compile(r"^│ Global Step:\s+(\d+)/(\d+) │ Progress: [█░]+ │\s+\d+\.\d%")
 RUN_TIMEOUT = 180
 
 
@@ -253,7 +253,9 @@ def test_config_is_printed_before_attaching_and_progress_after(good_run: Run) ->
 def test_one_global_step_line_per_step(good_run: Run) -> None:
     steps = [STEP_LINE.match(line).groups() for line in good_run.step_lines()]  # type: ignore[union-attr]
     assert steps == [(str(i), "5") for i in range(1, 6)]
-    assert "rollout/reward=" in good_run.step_lines()[-1]
+    # The metrics follow in the table's sections, as RLinf groups them.
+    after = good_run.lines[good_run.lines.index(good_run.step_lines()[-1]) :]
+    assert any(line.startswith("│reward=") for line in after), after[:20]
 
 
 def test_checkpoints_in_rlinf_layout_pass_verification(good_run: Run) -> None:
@@ -408,12 +410,20 @@ def test_step_and_save_semantics_follow_rlinf() -> None:
     assert not any(runner.should_save(s, 7, -1) for s in range(1, 8))
 
 
-def test_progress_line_shape() -> None:
-    line = progress.format_line(2, 5, 1.0, {"rollout/reward": 0.5})
-    assert STEP_LINE.match(line)
-    assert line.startswith("Global Step:  40%|████      | 2/5 [00:01<00:01,  2.00it/s")
-    assert line.endswith(", rollout/reward=0.5]")
-    assert progress.format_line(5, 5, 10.0, {}).startswith("Global Step: 100%|██████████| 5/5")
+def test_metric_table_shape() -> None:
+    """RLinf's embodied metric table: 120 columns, the step row first."""
+    table = progress.format_table(2, 5, 1.0, {"rollout/reward": 0.5, "train/lr": 3e-4})
+    rows = table.splitlines()
+    assert rows[0] == "" and rows[1].startswith("╭") and "Metric Table" in rows[2]
+    assert STEP_LINE.match(rows[3]), rows[3]
+    assert rows[3].startswith(
+        "│ Global Step:    2/5 │ Progress: " + "█" * 16 + "░" * 24 + " │  40.0%"
+    )
+    assert all(len(r) == 120 for r in rows[1:-1]), [len(r) for r in rows]
+    assert any(r.startswith("│reward=0.500 ") for r in rows) and any(
+        "lr=3.00e-04" in r for r in rows
+    )
+    assert progress.step_row(5, 5).startswith("│ Global Step:    5/5 │ Progress: " + "█" * 40)
 
 
 def test_probe_tells_a_listening_head_from_none() -> None:

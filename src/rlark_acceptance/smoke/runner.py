@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rlark_acceptance.smoke.progress import format_line
+from rlark_acceptance.smoke.progress import format_table
 from rlark_acceptance.smoke.spec import SmokeSpec
 from rlark_acceptance.smoke.workers import ActorWorker, EnvWorker, RolloutWorker
 
@@ -94,8 +94,7 @@ def run(cfg: dict[str, Any]) -> None:
                 ray.get(actor.save_checkpoint.remote(str(path), global_step))
                 print(f"Saved checkpoint: {path}", flush=True)
             metric_logger.log(metrics, global_step)
-            postfix = {k: metrics[k] for k in ("rollout/reward", "train/pg_loss", "train/lr")}
-            line = format_line(global_step, max_steps, time.monotonic() - start, postfix)
-            print(line, flush=True)
+            table = format_table(global_step, max_steps, time.monotonic() - start, metrics)
+            print(table, flush=True)
     finally:
         metric_logger.finish()

@@ -196,7 +196,8 @@ def _check_dcp(
         try:
             data = store.read(join_key(prefix, meta.key))
             if data[:1] == b"\x80":
-                scan_pickle(data)
+                extents = scan_pickle(data).dcp_extents()
+                report.problems.extend(_short_shards(dcp_dir, extents, shards))
         except StoreUnavailable:
             raise
         except StoreError as e:
@@ -208,6 +209,24 @@ def _check_dcp(
     for s in shards:
         if s.size == 0:
             report.problems.append(f"{s.key}: empty shard")
+
+
+def _short_shards(
+    dcp_dir: str, extents: list[tuple[str, int]], shards: list[ObjectInfo]
+) -> list[str]:
+    """Shards the .metadata names that are missing or shorter than the tensors it puts in them
+    (a truncated upload: every byte of a DCP shard belongs to some tensor)."""
+    size = {f.key.rsplit("/", 1)[-1]: f.size for f in shards}
+    need: dict[str, int] = {}
+    for path, end in extents:
+        need[path] = max(need.get(path, 0), end)
+    out = []
+    for path, end in sorted(need.items()):
+        if path not in size:
+            out.append(f"{dcp_dir}/{path}: named by .metadata but missing")
+        elif size[path] < end:
+            out.append(f"{dcp_dir}/{path}: {size[path]} bytes, .metadata places {end} (truncated)")
+    return out
 
 
 def _check_index(store: Store, full: str, rel: str, present: set[str]) -> list[str]:

@@ -23,7 +23,15 @@ class Global:
 
 
 class Opaque:
-    """A value this scan does not model (dicts, reduced objects...)."""
+    """A value this scan does not model (reduced objects, lists...)."""
+
+
+@dataclass
+class Built:
+    """An object ``NEWOBJ`` would create, and the state ``BUILD`` would give it."""
+
+    cls: Global | None
+    state: Any = None
 
 
 @dataclass
@@ -31,6 +39,19 @@ class PickleSummary:
     opcodes: int = 0
     persistent_ids: list[Any] = field(default_factory=list)
     globals: set[str] = field(default_factory=set)
+    objects: list[Built] = field(default_factory=list)  # every NEWOBJ, its state once built
+
+    def dcp_extents(self) -> list[tuple[str, int]]:
+        """``(shard file, bytes it must hold)`` of every ``_StorageInfo`` of a DCP .metadata
+        (torch.distributed.checkpoint.filesystem: ``relative_path``, ``offset``, ``length``)."""
+        out = []
+        for obj in self.objects:
+            st = obj.state
+            if obj.cls is not None and obj.cls.name == "_StorageInfo" and isinstance(st, dict):
+                path, offset, length = st.get("relative_path"), st.get("offset"), st.get("length")
+                if isinstance(path, str) and isinstance(offset, int) and isinstance(length, int):
+                    out.append((path, offset + length))
+        return out
 
     def storages(self) -> list[tuple[str, str, int]]:
         """``(key, storage type name, numel)`` of every torch storage reference."""
@@ -107,6 +128,27 @@ def scan_pickle(data: bytes) -> PickleSummary:
             elif name == "PERSID":
                 summary.persistent_ids.append(arg)
                 stack.append(Opaque())
+            elif name == "EMPTY_DICT":
+                stack.append({})
+            elif name in ("SETITEM", "SETITEMS"):
+                items = (
+                    [stack.pop(), stack.pop()][::-1] if name == "SETITEM" else _pop_to_mark(stack)
+                )
+                target = stack[-1]
+                if isinstance(target, dict):
+                    for k, v in zip(items[::2], items[1::2], strict=True):
+                        if isinstance(k, str | int):
+                            target[k] = v
+            elif name == "NEWOBJ":
+                stack.pop()  # the arguments
+                cls = stack.pop()
+                obj = Built(cls if isinstance(cls, Global) else None)
+                summary.objects.append(obj)
+                stack.append(obj)
+            elif name == "BUILD":
+                state = stack.pop()
+                if isinstance(stack[-1], Built):
+                    stack[-1].state = state
             elif name in ("PROTO", "FRAME", "STOP"):
                 continue
             else:

@@ -8,8 +8,12 @@
   init (``worker``) assembles the Pod's filesystem (``mounts``: a per-Pod scratch
   at ``/workspace`` and ``/tmp``, hostPath binds, object storage as an s3fs FUSE mount) and
   runs prepareScript, ``ray start --head`` and runScript in one ``bash``.
-- The "image" is this machine's environment: the image name is recorded, never pulled, and
-  the Worker's Python is the harness's own interpreter (its venv ``bin`` first on PATH).
+- The image is an environment of this machine that the profile names (``images``): the
+  Worker runs with its ``bin`` first on PATH, at the path it was built for, with the
+  image's /workspace content copied in; an image the profile does not name fails the Pod
+  with ErrImagePull. The Worker is isolated like a container: its environment is only
+  what this adapter and the Job set (no variable of the harness's), its HOME (/root) and
+  XDG dirs are its own, empty, in the Pod's scratch.
 - Everything is reported through ``observe()``: Pod phase changes, each log line as it is
   printed, Events. ``close()``, an atexit hook and SIGINT / SIGTERM handlers (chained to
   the previous ones) delete every Pod this adapter started.
@@ -21,7 +25,9 @@ import contextlib
 import os
 import random
 import re
+import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -34,10 +40,17 @@ import yaml
 
 from rlark_acceptance.adapters import cleanup
 from rlark_acceptance.adapters.base import Event, JobRef, Observation, PodStatus, SubmitRejected
+from rlark_acceptance.adapters.local.images import ImageError, LocalImage, resolve
 from rlark_acceptance.adapters.local.leftovers import POD_MARKER_ENV, mounted_below, sweep_stale
 from rlark_acceptance.adapters.local.pod import PodRun
 from rlark_acceptance.adapters.local.s3 import S3ConfigError, client, endpoint_for_s3fs, probe
-from rlark_acceptance.adapters.local.spec import RAY_TEMP_DIR, MountSpec, WorkerSpec
+from rlark_acceptance.adapters.local.spec import (
+    GPU_STANDIN_DIR,
+    POD_HOME,
+    RAY_TEMP_DIR,
+    MountSpec,
+    WorkerSpec,
+)
 from rlark_acceptance.model.job import JOB_NAME_LABEL, ROLE_LABEL, RUN_ID_LABEL, Job, Mount, Role
 from rlark_acceptance.model.profile import NodeSpec, Profile
 from rlark_acceptance.storage.store import FileStore, S3Store, Store
@@ -66,13 +79,23 @@ def run_id_of(manifest: str) -> str | None:
     return value if isinstance(value, str) and _LABEL_VALUE.match(value) else None
 
 
-def harness_paths() -> list[str]:
-    """Host folders the Worker's Python needs: this venv, its base, editable sources.
+def python_paths(python: str) -> list[str]:
+    """Host folders an interpreter needs: its environment, its base, its sys.path.
 
-    The Pod gets a private /tmp; a checkout that lives under /tmp must stay visible in it.
+    The Pod gets a private /tmp and /root; an environment under them must stay visible.
     """
-    found = {sys.prefix, sys.base_prefix, *(p for p in sys.path if p and os.path.isdir(p))}
-    ordered = sorted(os.path.realpath(p) for p in found)
+    # Compared by prefix: every virtualenv's python resolves to the same base interpreter.
+    if os.path.abspath(os.path.join(python, "..", "..")) == os.path.abspath(sys.prefix):
+        found = {sys.prefix, sys.base_prefix, *sys.path}
+    else:
+        probe = (
+            "import sys; print(sys.prefix); print(sys.base_prefix); print(*sys.path, sep=chr(10))"
+        )
+        out = subprocess.run(
+            [python, "-c", probe], capture_output=True, text=True, check=True, env={}
+        ).stdout
+        found = set(out.splitlines())
+    ordered = sorted(os.path.realpath(p) for p in found if p and os.path.isdir(p))
     # A folder inside one already kept comes along with it.
     return [
         p
@@ -127,7 +150,13 @@ class LocalAdapter:
         self.scratch_root = Path(root)
         self.swept = sweep_stale(self.scratch_root)
         self.num_cpus = int(opts.get("ray_num_cpus", 1))
+        # Ray's dashboard also serves its state API (ray.util.state), which RLinf's scheduler
+        # lists its actors through; the smoke workload needs neither.
+        self.ray_dashboard = bool(opts.get("rayDashboard", False))
         self.image_dirs = [str(d) for d in opts.get("image_dirs") or []]
+        images = opts.get("images")
+        self.images: dict[str, Any] = images if isinstance(images, dict) else {}
+        self.without_gpu = bool(opts.get("withoutGpu", False))
         self._jobs: dict[tuple[str, str], _JobRecord] = {}
         self._lock = threading.RLock()
         cleanup.register(self, signals=opts.get("install_signal_handlers", True))
@@ -185,19 +214,26 @@ class LocalAdapter:
             f"Successfully assigned {namespace}/{pod_name} to {self.node.name}",
             source="default-scheduler",
         )
+        try:
+            image = resolve(str(role.image), self.images, self.profile.path.parent)
+        except ImageError as e:
+            pod.event("Failed", str(e), "Warning")
+            pod.set_phase(reason="ErrImagePull", message=str(e))
+            pod.end_log()
+            return ref
         pod.event(
             "Pulled",
-            f'Image "{role.image}" is not pulled: the local target runs '
-            "this machine's environment as the image",
+            f'Container image "{role.image}" already present on machine: '
+            f"the environment {image.environment}",
         )
         try:
-            spec = self._spec(job, role, pod_name, scratch, ref)
+            spec = self._spec(job, role, pod_name, scratch, ref, image)
         except (S3ConfigError, LocalAdapterError) as e:
             pod.event("FailedMount", str(e), "Warning")
             pod.set_phase(reason="CreateContainerError", message=str(e))
             pod.end_log()
             return ref
-        self._image_dirs(job, role, scratch)
+        self._image_dirs(job, role, scratch, image)
         status_r, status_w = os.pipe()
         spec.status_fd = status_w
         spec_path = scratch / "spec.json"
@@ -234,9 +270,12 @@ class LocalAdapter:
                 return f'0/1 nodes are available: persistentvolumeclaim "{m.claim_name}" not found.'
         return None
 
-    def _image_dirs(self, job: Job, role: Role, scratch: Path) -> None:
-        """The image's /workspace content: the directories the scripts cd into (created
-        empty, as the real image would ship them) plus ``target.image_dirs``."""
+    def _image_dirs(self, job: Job, role: Role, scratch: Path, image: LocalImage) -> None:
+        """The image's /workspace content: what the image names (copied: the image's
+        writable layer), the directories the scripts cd into (created empty, as the real
+        image would ship them) plus ``target.image_dirs``."""
+        for name, src in image.workspace.items():
+            shutil.copytree(src, scratch / "workspace" / name, symlinks=True, dirs_exist_ok=True)
         scripts = f"{role.prepare_script or ''}\n{job.run_script or ''}"
         wanted = [m.group(1) for m in _CD_WORKSPACE.finditer(scripts)] + self.image_dirs
         for d in wanted:
@@ -249,7 +288,9 @@ class LocalAdapter:
         path = Path(job.doc.path)
         return path.parent if path.is_file() else self.profile.path.parent
 
-    def _spec(self, job: Job, role: Role, pod: str, scratch: Path, ref: JobRef) -> WorkerSpec:
+    def _spec(
+        self, job: Job, role: Role, pod: str, scratch: Path, ref: JobRef, image: LocalImage
+    ) -> WorkerSpec:
         mounts: list[MountSpec] = []
         for m in role.mounts:
             if not m.container_path or not m.container_path.startswith("/"):
@@ -283,10 +324,15 @@ class LocalAdapter:
                     raise S3ConfigError(
                         f'MountVolume.SetUp failed for volume "{ms.name}" : {e}'
                     ) from None
-        venv_bin = str(Path(sys.executable).parent)
         env = {
-            "PATH": f"{venv_bin}:{SYSTEM_PATH}",
-            "HOME": "/root",
+            "PATH": f"{image.bin}:{SYSTEM_PATH}",
+            "VIRTUAL_ENV": str(image.environment),
+            # The container's own home, empty: no Ray, pip or XDG state of the user's.
+            "HOME": POD_HOME,
+            "XDG_CONFIG_HOME": f"{POD_HOME}/.config",
+            "XDG_CACHE_HOME": f"{POD_HOME}/.cache",
+            "XDG_DATA_HOME": f"{POD_HOME}/.local/share",
+            "XDG_STATE_HOME": f"{POD_HOME}/.local/state",
             "LANG": "C.UTF-8",
             "HOSTNAME": pod,
             "RAY_USAGE_STATS_ENABLED": "0",
@@ -297,6 +343,9 @@ class LocalAdapter:
             POD_MARKER_ENV: ref.uid or "",
         }
         env.update({e.name: e.value or "" for e in role.env})
+        if self.without_gpu:
+            # Every interpreter of the Worker (Ray's workers inherit it) loads the GPU stand-in.
+            env["PYTHONPATH"] = ":".join(p for p in (GPU_STANDIN_DIR, env.get("PYTHONPATH")) if p)
         return WorkerSpec(
             pod=pod,
             scratch=str(scratch),
@@ -307,7 +356,8 @@ class LocalAdapter:
             ray_start=self._ray_start(),
             status_fd=-1,
             s3=s3,
-            keep=harness_paths(),
+            keep=python_paths(str(image.environment / "bin" / "python")),
+            gpu_standin=self.without_gpu,
         )
 
     def _ray_start(self) -> list[str]:
@@ -329,7 +379,11 @@ class LocalAdapter:
             f"--num-cpus={self.num_cpus}",
             "--num-gpus=0",
             "--object-store-memory=100000000",
-            "--include-dashboard=false",
+            *(
+                ["--include-dashboard=true", "--dashboard-host=127.0.0.1"]
+                if self.ray_dashboard
+                else ["--include-dashboard=false"]
+            ),
             "--disable-usage-stats",
             f"--temp-dir={RAY_TEMP_DIR}",
             *(f"{k}={v}" for k, v in ports.items()),

@@ -2,9 +2,11 @@
 
 Layout of the Pod root (``<scratch>/root``), as the Pod's processes see it after chroot:
 
-- every top-level host directory is bound recursively (the local "image" is this machine's
-  environment), except ``/proc`` (a fresh procfs of the Pod's PID namespace) and ``/tmp``
-  (the Pod's own, in the scratch);
+- every top-level host directory is bound recursively (the local image's environment is one
+  of this machine's), except ``/proc`` (a fresh procfs of the Pod's PID namespace), ``/tmp``
+  and ``/root`` (the Pod's own, in the scratch: the container's HOME starts empty, so no
+  Ray, pip or XDG state of the user's reaches the Worker); host folders the image's
+  interpreter needs under them (a virtualenv in ``~/.cache``) are shown again read-only;
 - ``/workspace`` is the Pod's own scratch directory: the image's writable layer, lost with
   the Pod;
 - a top-level host directory that must receive a mount point it does not have (``/mnt`` for
@@ -42,7 +44,9 @@ from rlark_acceptance.adapters.local.spec import MountSpec, S3Endpoint, WorkerSp
 
 HOST_ROOT = Path("/")
 # Top-level host entries the Pod does not get from the host.
-PRIVATE_TOP = frozenset({"proc", "tmp", "workspace"})
+PRIVATE_TOP = frozenset({"proc", "tmp", "workspace", "root"})
+# The Pod's own top-level dirs: the scratch folder each is, and its mode.
+PRIVATE_DIRS = {"tmp": ("tmp", 0o1777), "workspace": ("workspace", 0o755), "root": ("home", 0o700)}
 S3FS_TIMEOUT_S = 30.0
 
 
@@ -107,14 +111,14 @@ def build_root(spec: WorkerSpec) -> None:
         # Top-level regular files (container markers) are not part of the image.
     (root / "proc").mkdir(exist_ok=True)
     _mount("-t", "proc", "proc", str(root / "proc"))
-    for private, mode in (("tmp", 0o1777), ("workspace", 0o755)):
-        src = scratch / private
+    for private, (folder, mode) in PRIVATE_DIRS.items():
+        src = scratch / folder
         src.mkdir(exist_ok=True)
         src.chmod(mode)
         (root / private).mkdir(exist_ok=True)
         _mount("--bind", str(src), str(root / private))
-    # The harness's own environment may live under /tmp (a checkout there): show it again,
-    # read-only, through the Pod's private /tmp so the Worker's Python can run.
+    # The image's environment may live under /tmp or /root (a checkout there, a virtualenv in
+    # ~/.cache): show it again, read-only, through the Pod's private dir so its Python runs.
     for path in spec.keep:
         parts = Path(path).parts
         if len(parts) > 2 and parts[1] in PRIVATE_TOP - {"proc"} and Path(path).is_dir():

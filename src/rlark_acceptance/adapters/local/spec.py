@@ -16,6 +16,10 @@ SCRIPT_DIR = "/.rlark"
 # The Ray temp dir as the Pod sees it: /tmp is the Pod's own, so socket paths stay short
 # (Ray's unix sockets must stay under ~107 bytes) and `ray.init("auto")` finds this head only.
 RAY_TEMP_DIR = "/tmp/ray"
+# The container's HOME: its own directory in the scratch, empty when the Pod starts.
+POD_HOME = "/root"
+# Where the GPU stand-in and the sitecustomize that loads it sit, when the node has no GPU.
+GPU_STANDIN_DIR = f"{SCRIPT_DIR}/gpu-standin"
 
 # Lines the init writes on its status pipe (never into the Pod log).
 STATUS_STARTED = "started"
@@ -56,7 +60,8 @@ class WorkerSpec:
     s3: S3Endpoint | None = None
     workdir: str = "/"
     extra: dict[str, str] = field(default_factory=dict)
-    keep: list[str] = field(default_factory=list)  # host folders shown through private /tmp
+    keep: list[str] = field(default_factory=list)  # host folders shown through private dirs
+    gpu_standin: bool = False  # load rlark_acceptance.gpu_standin into every interpreter
 
     @property
     def root(self) -> Path:

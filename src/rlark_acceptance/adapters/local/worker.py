@@ -28,6 +28,7 @@ from pathlib import Path
 
 from rlark_acceptance.adapters.local.mounts import MountError, build_root, mount_volumes, unmount_s3
 from rlark_acceptance.adapters.local.spec import (
+    GPU_STANDIN_DIR,
     SCRIPT_DIR,
     STATUS_ERROR,
     STATUS_MOUNT_FAILED,
@@ -40,6 +41,15 @@ from rlark_acceptance.adapters.local.spec import (
 STOP_GRACE_S = 1.0
 S3FS_EXIT_GRACE_S = 30.0
 EXIT_INIT_ERROR = 125
+# The stand-in is one self-contained file, loaded by every interpreter of the Pod through
+# a sitecustomize on PYTHONPATH (Ray's workers inherit the variable).
+GPU_STANDIN_SOURCE = Path(__file__).resolve().parents[2] / "gpu_standin.py"
+SITECUSTOMIZE = """\
+# The node has no GPU: RLinf sees the CPU where it asks for one (rlark_acceptance.gpu_standin).
+import gpu_standin
+
+gpu_standin.install()
+"""
 
 ENTRY = """\
 # The Worker's container command, as RLark runs it (no image ENTRYPOINT).
@@ -83,6 +93,11 @@ class Init:
         (d / "run.sh").write_text(self.spec.run_script)
         ray = " ".join(_quote(a) for a in self.spec.ray_start)
         (d / "entry.sh").write_text(ENTRY.format(dir=SCRIPT_DIR, ray_start=ray))
+        if self.spec.gpu_standin:
+            site = self.spec.root / GPU_STANDIN_DIR.lstrip("/")
+            site.mkdir(parents=True, exist_ok=True)
+            (site / "gpu_standin.py").write_bytes(GPU_STANDIN_SOURCE.read_bytes())
+            (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
 
     def start_shell(self) -> None:
         root = str(self.spec.root)

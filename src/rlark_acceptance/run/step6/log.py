@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rlark_acceptance.run.step6.printed_config import printed_config_checks
@@ -23,6 +24,15 @@ _RAY_BANNER = re.compile(
     r"|To (add another node|connect to this|terminate the Ray|view the status|monitor)"
     r"|ray (start|stop|status)\b|import ray$|ray\.init\(|Local node IP|Ray runtime started)"
 )
+
+
+# What a dying program says last: a Python exception's final line (``KeyError: 'x'``,
+# ``ray.exceptions.AuthenticationError: …``), else any line that says "error".
+_EXCEPTION_LINE = re.compile(r"^\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit)\b(?::|$)")
+_ERROR_WORD = re.compile(r"\berror\b", re.IGNORECASE)
+# Candidates of _EXCEPTION_LINE in a block of lines (each then judged alone).
+_EXCEPTION_CANDIDATE = re.compile(r"[A-Z]\w*(?:Error|Exception|Exit)\b")
+LAST_ERROR_MAX = 300
 
 
 def is_script_output(line: str) -> bool:
@@ -56,30 +66,38 @@ def first_line(
     is_match: Callable[[str], bool],
     start: int = 0,
 ) -> int | None:
-    """The index of the first line from ``start`` on for which ``is_match`` holds.
+    """The index of the first line from ``start`` on for which ``is_match`` holds."""
+    return next(matching_lines(lines, text, block, is_match, start), None)
+
+
+def matching_lines(
+    lines: Sequence[str],
+    text: str,
+    block: re.Pattern[str] | None,
+    is_match: Callable[[str], bool],
+    start: int = 0,
+) -> Iterator[int]:
+    """The indices of the lines from ``start`` on for which ``is_match`` holds, in order.
 
     ``text`` is ``"\\n".join(lines)``; ``block`` finds candidates in it at C speed (every
     line that matches alone is one: the pattern sees no further than its line), each then
     judged alone, so a match that spans lines never counts.
     """
     if start >= len(lines):
-        return None
+        return
     if block is None:
-        for i in range(start, len(lines)):
-            if is_match(lines[i]):
-                return i
-        return None
+        yield from (i for i in range(start, len(lines)) if is_match(lines[i]))
+        return
     pos, index = sum(map(len, lines[:start])) + start, start  # where line ``start`` begins
     while (m := block.search(text, pos)) is not None:
         at = m.start()
         index += text.count("\n", pos, at)
         if is_match(lines[index]):
-            return index
+            yield index
         nl = text.find("\n", at)
         if nl < 0:
-            return None
+            return
         pos, index = nl + 1, index + 1
-    return None
 
 
 class LogReader:
@@ -102,6 +120,8 @@ class LogReader:
         self.signal_text: str | None = None
         self.signal_at: float | None = None
         self._json: list[str] | None = None
+        self.last_error: str | None = None  # quoted when the Worker dies
+        self._last_exception = False
 
     def feed(self, line: str, index: int, at: float) -> None:
         self.feed_lines((line,), index, at)
@@ -110,10 +130,24 @@ class LogReader:
         """Read ``lines``, the first of which is log line ``first`` (0-based)."""
         if not lines:
             return
-        start = self._start_up(lines, first)
+        text = "\n".join(lines)
+        self._errors(lines, text)
+        self._read(lines, text, first, at)
+
+    def _errors(self, lines: Sequence[str], text: str) -> None:
+        """Keep the last error line; an exception's own line outranks later mentions."""
+        last = _last(matching_lines(lines, text, _EXCEPTION_CANDIDATE, _is_exception_line))
+        if last is not None:
+            self.last_error, self._last_exception = lines[last].strip()[:LAST_ERROR_MAX], True
+        elif not self._last_exception:
+            last = _last(matching_lines(lines, text, _ERROR_WORD, _says_error))
+            if last is not None:
+                self.last_error = lines[last].strip()[:LAST_ERROR_MAX]
+
+    def _read(self, lines: Sequence[str], text: str, first: int, at: float) -> None:
+        start = self._start_up(lines, text, first)
         if start >= len(lines):
             return
-        text = "\n".join(lines)
         self._config(lines, text, first, start)
         if self.signal is not None and self.signal_line is None:
             found = first_line(lines, text, self._signal_block, self._is_signal, start)
@@ -124,12 +158,12 @@ class LogReader:
         assert self.signal is not None
         return self.signal.search(line) is not None
 
-    def _start_up(self, lines: Sequence[str], first: int) -> int:
+    def _start_up(self, lines: Sequence[str], text: str, first: int) -> int:
         """Ray's start-up line, then the run script's first line; returns where in
         ``lines`` the run script's output begins (``len(lines)`` if not yet)."""
         i = 0
         if self.ray_line is None:
-            found = first_line(lines, "\n".join(lines), RAY_STARTED, _ray_started)
+            found = first_line(lines, text, RAY_STARTED, _ray_started)
             if found is None:
                 return len(lines)
             self.ray_line, i = first + found, found + 1
@@ -168,6 +202,19 @@ class LogReader:
             except ValueError:
                 self.run.rec.printed_config = None
             printed_config_checks(self.run, self.validated)
+
+
+def _last(indices: Iterator[int]) -> int | None:
+    tail = deque(indices, maxlen=1)
+    return tail[0] if tail else None
+
+
+def _is_exception_line(line: str) -> bool:
+    return _EXCEPTION_LINE.match(line) is not None
+
+
+def _says_error(line: str) -> bool:
+    return _ERROR_WORD.search(line) is not None
 
 
 def _ray_started(line: str) -> bool:

@@ -171,6 +171,9 @@ class Step6Run:
 
     def pod_text(self) -> str:
         text = pod_text(self.pod)
+        died = self.pod is not None and self.pod.exit_code not in (None, 0)
+        if died and self.log.last_error:
+            text += f'; its last error line: "{self.log.last_error}"'
         w = self.warning
         if w is not None and w.message not in text:
             text += f"; last warning: {w.reason}: {w.message}"
