@@ -17,7 +17,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from rlark_acceptance.adapters.base import Event, Happening, JobRef, PodStatus, SubmitRejected
+from rlark_acceptance.adapters.base import (
+    Event,
+    Happening,
+    JobRef,
+    PodStatus,
+    SubmitRejected,
+    TargetUnreachable,
+)
 from rlark_acceptance.model.job import Job, Mount
 from rlark_acceptance.model.profile import NodeSpec, Profile
 from rlark_acceptance.run.acceptance import manifest_of
@@ -62,6 +69,11 @@ def lines(at: float, *texts: str) -> list[Step]:
 
 def end(at: float) -> Step:
     return Step(at, Happening("end", at))
+
+
+def lost(at: float, message: str, left: str = "") -> Step:
+    """The target stopped answering past its bound (its API server, a node's kubelet)."""
+    return Step(at, Happening("lost", at, lost=TargetUnreachable(message, left)))
 
 
 def warning(at: float, reason: str, message: str) -> Step:

@@ -27,6 +27,7 @@ from tests.run.scripted import (
     happy_script,
     line,
     lines,
+    lost,
     pod,
     run,
     running,
@@ -387,3 +388,25 @@ def test_a_waiting_phase_reports_progress_every_second(base: Any, tmp_path: Path
     assert all(p.timeout == {"6.2": 30, "6.3": 60, "6.4": 120, "6.5": 120}[p.check] for p in ticks)
     assert ticks[0].pod.startswith("pod rlinf-smoke-ppo-mlp-worker-0")
     assert NODE  # the scripted Pod's node is the profile's expected node
+
+
+# --- the target stops answering ----------------------------------------------------------
+
+
+def test_an_unreachable_api_server_fails_the_waited_phase_at_once_naming_it(
+    base: Any, tmp_path: Path
+) -> None:
+    down = "the Kubernetes API server https://127.0.0.1:6443 is unreachable: no answer for 30 s"
+    left = "job rlinf-smoke-ppo-mlp and its Pods may be left in namespace rlinf-acceptance"
+    rec, _ = run(base, tmp_path, [*started(), lost(40.0, down, left)])
+    check, message, at = verdict(rec)
+    assert check == "6.4" and at == pytest.approx(40.0)  # when it was known, not at 120 s
+    assert message == f"{down}; {left}"
+    assert "Worker ended" not in message and "timeouts.firstSignal" not in message
+    assert rec.phases["6.5"].message == "not reached: 6.4 failed"
+
+
+def test_lines_already_read_decide_before_the_target_was_lost(base: Any, tmp_path: Path) -> None:
+    """The signal was printed and read before the API server went away: 6.4 passed."""
+    rec, _ = run(base, tmp_path, [*started(), line(3.0, SIGNAL), lost(3.5, "gone")])
+    assert rec.status("6.4") == "passed"

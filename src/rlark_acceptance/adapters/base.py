@@ -11,6 +11,8 @@ per phase, so a terminal state is seen the moment it happens. A Pod that is term
 terminated container or is stuck for one of ``FATAL_REASONS`` ends the phase waited for
 whether or not the adapter ever calls ``end()`` (log lines still in flight get a second);
 ``end()`` alone, a log stream that was cut, waits a few seconds for the Pod's final status.
+``lost()`` (the target stopped answering past its bound) ends the phase waited for at
+once, naming what stopped answering instead of the Worker.
 """
 
 from __future__ import annotations
@@ -29,6 +31,25 @@ if TYPE_CHECKING:
 
 class SubmitRejected(Exception):
     """The platform refused the Job (as the Kubernetes API answers 422 Invalid)."""
+
+
+class TargetUnreachable(Exception):
+    """The target stopped answering the harness past its bound (its API server, the kubelet
+    of the Worker's node): what the Worker does can no longer be seen. The message names
+    what stopped answering; ``left`` says what may be left on the target."""
+
+    def __init__(self, message: str, left: str = "") -> None:
+        super().__init__(message)
+        self.left = left
+
+
+class CleanupRefused(Exception):
+    """The target refused to remove what the harness submitted (RBAC); names what is left."""
+
+
+class CleanupFailed(UserWarning):
+    """What the harness submitted could not be removed (the target refused or did not
+    answer the delete): a warning of the record, never a check's verdict."""
 
 
 class LeftoversRemoved(UserWarning):
@@ -93,11 +114,12 @@ class Event:
 class Happening:
     """One item of an observation stream."""
 
-    kind: Literal["pod", "log", "event", "end"]
+    kind: Literal["pod", "log", "event", "end", "lost"]
     at: float
     pod: PodStatus | None = None
     line: str | None = None
     event: Event | None = None
+    lost: TargetUnreachable | None = None
 
 
 class Observation:
@@ -118,6 +140,10 @@ class Observation:
     def end(self) -> None:
         """No more log lines will come (the Worker's log stream ended)."""
         self._q.put(Happening("end", time.monotonic()))
+
+    def lost(self, cause: TargetUnreachable) -> None:
+        """The target stopped answering: nothing more can be observed (ends the phase)."""
+        self._q.put(Happening("lost", time.monotonic(), lost=cause))
 
     def next(self, timeout: float) -> Happening | None:
         try:

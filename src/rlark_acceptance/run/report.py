@@ -103,6 +103,7 @@ class RunReport:
     interrupted: bool = False
     error: str | None = None  # a usage error or a crash outside the scenarios
     outputs: dict[str, Any] | None = None  # what the acceptance run left, where
+    warnings: list[str] = field(default_factory=list)  # clean-ups that failed: what is left
 
     def add(self, scenario: ScenarioRecord) -> ScenarioRecord:
         return self.scenarios.setdefault(scenario.nodeid, scenario)
@@ -193,6 +194,8 @@ class RunReport:
             out["error"] = self.error
         if self.outputs is not None:
             out["outputs"] = self.outputs
+        if self.warnings:
+            out["warnings"] = list(self.warnings)
         return out
 
     def exit_failed(self) -> bool:

@@ -223,6 +223,8 @@ def terminal_lines(data: dict[str, Any], path: Path) -> list[str]:
             f"self-checks inconclusive: {len(self_checks['inconclusive'])} (the profile itself "
             "fails; see selfChecks.inconclusive)"
         )
+    for warning in data.get("warnings") or []:
+        out.append(f"warning: {warning}")
     if data["durations"]:
         out.append("durations: " + ", ".join(f"{k} {v:.1f}s" for k, v in data["durations"].items()))
     return out

@@ -1,0 +1,126 @@
+"""Resuming the Kubernetes target's streams: the log cursor (stamps, ties, rotation) and the
+API server's reach (retries for as long as its bound allows, then named, then fast).
+
+Pure parts, driven directly; the same paths against a real API server whose process is
+killed and restarted are in ``test_kubernetes_faults.py``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import urllib3
+
+from rlark_acceptance.adapters.base import TargetUnreachable
+from rlark_acceptance.adapters.kubernetes.logcursor import Gap, LogCursor, since_time, stamp_key
+from rlark_acceptance.adapters.kubernetes.stream import ApiUnreachable, Reach, call
+
+
+def stamped(*pairs: tuple[str, str]) -> list[str]:
+    return [f"2026-12-01T09:40:{s}Z {text}" for s, text in pairs]
+
+
+def read(cursor: LogCursor, raw: list[str]) -> tuple[list[str], list[Gap]]:
+    cursor.resume()
+    out: list[str] = []
+    gaps: list[Gap] = []
+    for line in raw:
+        text, gap = cursor.take(line)
+        if text is not None:
+            out.append(text)
+        if gap is not None:
+            gaps.append(gap)
+    return out, gaps
+
+
+def test_stamps_compare_by_time_not_text() -> None:
+    # RFC3339Nano drops trailing zeros: as text, ".1Z" sorts after ".12Z".
+    assert stamp_key("2026-12-01T09:40:00.1Z") < stamp_key("2026-12-01T09:40:00.12Z")
+    assert stamp_key("2026-12-01T09:40:00Z") < stamp_key("2026-12-01T09:40:00.000000001Z")
+    assert stamp_key("2026-12-01T10:40:00+01:00") == stamp_key("2026-12-01T09:40:00Z")
+    # The API server passes whole seconds to the kubelet: the resumed read starts there.
+    assert since_time("2026-12-01T09:40:05.999999999Z") == "2026-12-01T09:40:05Z"
+
+
+def test_a_resumed_read_delivers_each_line_once_even_with_equal_stamps() -> None:
+    log = stamped(
+        ("01.5", "a"), ("02.25", "b"), ("02.25", "c"), ("02.25", "d"), ("03.1", "e"), ("04", "f")
+    )
+    cursor = LogCursor()
+    first, _ = read(cursor, log[:3])  # the stream broke after "c", mid-way through a tie
+    assert first == ["a", "b", "c"] and cursor.since() == "2026-12-01T09:40:02Z"
+    # The kubelet sends from the second on (inclusive): "b" and "c" again, then the rest.
+    again, gaps = read(cursor, log[1:])
+    assert again == ["d", "e", "f"] and gaps == []
+    assert cursor.delivered == 6
+    # Read again with nothing new: nothing doubled.
+    assert read(cursor, log[4:]) == ([], [])
+
+
+def test_a_line_rotated_away_before_the_resumed_read_is_a_gap() -> None:
+    cursor = LogCursor()
+    read(cursor, stamped(("01", "a"), ("02", "b")))
+    # The kubelet rotated: the current file starts later than the last line read.
+    again, gaps = read(cursor, stamped(("09", "x"), ("10", "y")))
+    assert again == ["x", "y"]
+    assert len(gaps) == 1 and "09:40:02" in gaps[0].after and "09:40:09" in gaps[0].before
+
+
+def test_a_log_served_without_stamps_is_resumed_by_count() -> None:
+    cursor = LogCursor()
+    assert read(cursor, ["a b", "c"]) == (["a b", "c"], [])
+    assert cursor.stamped is False and cursor.since() is None  # read again from the start
+    assert read(cursor, ["a b", "c", "d"]) == (["d"], [])
+
+
+def test_a_line_may_hold_spaces_and_be_empty() -> None:
+    cursor = LogCursor()
+    out, _ = read(cursor, ["2026-12-01T09:40:01Z   indented  text ", "2026-12-01T09:40:02Z "])
+    assert out == ["  indented  text ", ""]
+
+
+def refused() -> urllib3.exceptions.HTTPError:
+    return urllib3.exceptions.MaxRetryError(
+        None,  # type: ignore[arg-type]
+        "/api",
+        urllib3.exceptions.NewConnectionError(
+            None,  # type: ignore[arg-type]
+            "Failed to establish a new connection: [Errno 111] Connection refused",
+        ),
+    )
+
+
+def test_an_outage_shorter_than_the_bound_is_ridden_out() -> None:
+    reach = Reach("https://127.0.0.1:1", bound=5.0)
+    back_at = time.monotonic() + 1.0
+    tries = 0
+
+    def api() -> str:
+        nonlocal tries
+        tries += 1
+        if time.monotonic() < back_at:
+            raise refused()
+        return "answer"
+
+    assert call(api, reach=reach) == "answer"
+    assert tries > 3  # more than the few retries a request gets without a reach
+    assert reach.down_for() == 0.0 and not reach.lost
+
+
+def test_past_the_bound_the_api_server_is_named_and_later_requests_fail_fast() -> None:
+    reach = Reach("https://127.0.0.1:1", bound=0.8)
+    t0 = time.monotonic()
+    with pytest.raises(ApiUnreachable) as info:
+        call(lambda: (_ for _ in ()).throw(refused()), reach=reach)
+    took = time.monotonic() - t0
+    assert 0.8 <= took < 4.0, took
+    msg = str(info.value)
+    assert "API server https://127.0.0.1:1 is unreachable" in msg and "Connection refused" in msg
+    assert "timeouts.apiServer" in msg and isinstance(info.value, TargetUnreachable)
+    t1 = time.monotonic()
+    with pytest.raises(ApiUnreachable):  # once lost: one attempt, no backoff
+        call(lambda: (_ for _ in ()).throw(refused()), reach=reach)
+    assert time.monotonic() - t1 < 0.5
+    # An answer from any request clears it.
+    assert call(lambda: "ok", reach=reach) == "ok" and not reach.lost
