@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rlark_acceptance.adapters.base import (
+    CleanupRefused,
     Event,
     Happening,
     JobRef,
@@ -115,6 +116,7 @@ class ScriptedTarget:
     clock: FakeClock = field(default_factory=FakeClock)
     listed: bool = True
     refuse: str | None = None
+    refuse_delete: str | None = None  # the target refuses the clean-up (RBAC)
     extra_pods: int = 0
     name: str = "scripted"
     deleted: list[JobRef] = field(default_factory=list)
@@ -157,6 +159,8 @@ class ScriptedTarget:
         return self.store if self.store is not None else FileStore(self.store_root)
 
     def delete(self, ref: JobRef) -> None:
+        if self.refuse_delete:
+            raise CleanupRefused(self.refuse_delete)
         self.deleted.append(ref)
 
     def close(self) -> None:
