@@ -231,7 +231,7 @@ def test_happy_path_passes_step6_through_the_real_observer(
     for check in ("6.1", "6.2", "6.3", "1.1", "1.2", "6.4", "6.5"):
         assert rec.status(check) == "passed", (check, rec.phases[check].message)
     assert rec.phases["6.2"].message == f"one Pod, {pod_name}, on node {NODE}"
-    assert rec.log[: len(RAY_START)] == RAY_START and rec.log[-1] == PROGRESS
+    assert list(rec.log)[: len(RAY_START)] == RAY_START and rec.log.last == PROGRESS
     assert rec.checkpoint_after_delete is not None and rec.checkpoint_after_delete.ok
     assert any(e.reason == "Scheduled" and NODE in e.message for e in rec.events)
     assert job_pods(kube_env, kube_namespace, job.name) == []  # delete() waited for it

@@ -74,9 +74,9 @@ class Trace:
         if h.kind == "pod" and h.pod is not None:
             self.pods.append(h.pod)
             self.phase_at.setdefault(h.pod.phase, h.at)
-        elif h.kind == "log" and h.line is not None:
-            self.lines.append(h.line)
-            self.line_at.append(h.at)
+        elif h.kind == "log":
+            self.lines.extend(h.log_lines)
+            self.line_at.extend(h.at for _ in h.log_lines)
         elif h.kind == "event" and h.event is not None:
             self.events.append(f"{h.event.reason}: {h.event.message}")
         elif h.kind == "end":

@@ -94,6 +94,7 @@ class ScriptedObservation:
             key=lambda s: s.at,
         )
         self.seen: list[Happening] = []
+        self.closed = False
 
     def next(self, timeout: float) -> Happening | None:
         if self.pending and self.pending[0].at <= self.clock.now + timeout:
@@ -105,6 +106,9 @@ class ScriptedObservation:
             return step.item
         self.clock.now += timeout
         return None
+
+    def close(self) -> None:
+        self.closed = True
 
 
 @dataclass

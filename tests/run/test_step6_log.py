@@ -1,10 +1,21 @@
-"""How Step 6 reads a Worker log: Ray's start-up, the run script's first output."""
+"""How Step 6 reads a Worker log: Ray's start-up, the run script's first output, the first
+signal, in batches of lines whatever the log's size."""
 
 from __future__ import annotations
 
-import pytest
+import re
+from pathlib import Path
+from typing import Any
 
-from rlark_acceptance.run.step6.log import RAY_STARTED, is_script_output
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rlark_acceptance.adapters.base import Happening
+from rlark_acceptance.run.step6.log import RAY_STARTED, block_pattern, first_line, is_script_output
+from rlark_acceptance.run.step6.record import LogTail, RunRecord
+from rlark_acceptance.run.step6.run import Step6Run
+from tests.run.scripted import RAY, ScriptedTarget
 
 # What `ray start --head` printed in a Pod (not a terminal), as the local target logs it.
 RAY_LOG = """\
@@ -52,3 +63,90 @@ def test_ray_own_lines_are_not_the_run_script(line: str) -> None:
 )
 def test_run_script_lines_are(line: str) -> None:
     assert is_script_output(line)
+
+
+# --- logs at any size: the streaming matcher ------------------------------------------------
+PATTERNS = [
+    r"Global Step: +\d+%\|",
+    r"^step \d+$",
+    r"loss=\s*\d",
+    r"a\s+b",
+    r"^$",
+    r"x$",
+    r"(?s)a.b",
+    r"\bab\b",
+    r"^\s*x",
+    r"[^a]+$",
+    r"foo(?!\s)",  # these see past a line's end: searched line by line
+    r"\Aab",
+    r"x\s*+$",
+]
+LINE = st.text(alphabet="ab x\t{}=1%|", max_size=8) | st.sampled_from(
+    ["step 3", "loss= 1", "Global Step:   1%|", "foo", "foo ", "{", "}", "x", ""]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from(PATTERNS), st.lists(LINE, max_size=30), st.integers(0, 5))
+def test_a_block_search_finds_the_first_line_a_line_search_finds(
+    pattern: str, lines: list[str], start: int
+) -> None:
+    compiled = re.compile(pattern)
+
+    def one(line: str) -> bool:
+        return compiled.search(line) is not None
+
+    text = "\n".join(lines)
+    start = min(start, len(lines))
+    expected = first_line(lines, text, None, one, start)
+    assert first_line(lines, text, block_pattern(compiled), one, start) == expected
+
+
+SCRIPT_LINES = st.sampled_from(
+    [
+        *(RAY, "", "smoke workload starting", "{", '  "a": 1', "}", "{", "not json", "}"),
+        *("Global Step:   1%|", "Global Step:", "noise " * 8),
+    ]
+)
+
+
+def _read(base: Any, tmp_path: Path, batches: list[list[str]]) -> tuple[Any, ...]:
+    run = Step6Run(
+        ScriptedTarget([], tmp_path),  # type: ignore[arg-type]
+        RunRecord(job=base[1]),
+        {},
+        signal=re.compile(r"Global Step: +\d+%\|"),
+        validated=None,
+    )
+    for batch in batches:
+        run.take(Happening("log", 0.0, lines=batch))
+    log = run.log
+    phases = {c: p.message for c, p in run.rec.phases.items()}
+    return log.ray_line, log.script_line, log.signal_line, log.signal_text, phases
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(SCRIPT_LINES, max_size=40), st.lists(st.integers(1, 7), max_size=40))
+def test_lines_read_in_batches_decide_as_lines_read_one_by_one(
+    base: Any, tmp_path: Path, lines: list[str], cuts: list[int]
+) -> None:
+    batches, i = [], 0
+    for n in cuts:
+        if i < len(lines):
+            batches.append(lines[i : i + n])
+            i += n
+    if i < len(lines):
+        batches.append(lines[i:])
+    assert _read(base, tmp_path, batches) == _read(base, tmp_path, [[x] for x in lines])
+
+
+def test_the_record_keeps_a_bounded_head_and_tail_of_any_log() -> None:
+    tail = LogTail()
+    for n in range(0, 100_000, 1000):
+        tail.extend([f"line {i}" for i in range(n, n + 1000)])
+    kept = list(tail)
+    assert tail.count == 100_000 and len(kept) == LogTail.HEAD + LogTail.TAIL
+    assert kept[0] == "line 0" and kept[-1] == "line 99999" and tail.last == "line 99999"
+    assert tail.omitted == 100_000 - len(kept)

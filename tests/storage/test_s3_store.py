@@ -325,3 +325,22 @@ def test_delete_removes_exactly_the_keys_given(s3: tuple[Any, str, str]) -> None
     store = S3Store(client, bucket, prefix)
     store.delete(["a/1", "b/1", "never/there"])
     assert [o.key for o in store.list()] == ["a/2"]
+
+
+@pytest.mark.cluster
+def test_deleting_what_s3fs_wrote_leaves_no_directory_marker(s3: tuple[Any, str, str]) -> None:
+    """s3fs writes a zero-byte "dir/" object for every folder (the mount's root too); all
+    of them go with the files, whatever order they are listed in."""
+    client, bucket, prefix = s3
+    keys = ["", "logs/", "logs/ckpt/", "logs/ckpt/global_step_1/", "logs/tensorboard/"]
+    for marker in keys:
+        client.put_object(Bucket=bucket, Key=f"{prefix}/{marker}", Body=b"")
+    for key in ("logs/ckpt/global_step_1/model.safetensors", "logs/tensorboard/events.out"):
+        client.put_object(Bucket=bucket, Key=f"{prefix}/{key}", Body=b"x")
+    store = S3Store(client, bucket, prefix)
+    listed = [o.key for o in store.list()]
+    assert "logs/" in listed and "" in listed, listed  # markers are listed as keys
+    store.delete(listed)
+    assert store.list() == []
+    left = client.list_objects_v2(Bucket=bucket, Prefix=prefix, Delimiter="/")
+    assert not left.get("Contents") and not left.get("CommonPrefixes"), left

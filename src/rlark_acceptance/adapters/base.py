@@ -17,9 +17,10 @@ once, naming what stopped answering instead of the Worker.
 
 from __future__ import annotations
 
-import queue
+import threading
 import time
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
@@ -112,7 +113,7 @@ class Event:
 
 @dataclass(frozen=True)
 class Happening:
-    """One item of an observation stream."""
+    """One item of an observation stream; a ``log`` item carries one line or a batch."""
 
     kind: Literal["pod", "log", "event", "end", "lost"]
     at: float
@@ -120,43 +121,101 @@ class Happening:
     line: str | None = None
     event: Event | None = None
     lost: TargetUnreachable | None = None
+    lines: Sequence[str] = ()
+
+    @property
+    def log_lines(self) -> Sequence[str]:
+        """The log lines this item carries, in order (none for other kinds)."""
+        if self.lines:
+            return self.lines
+        return (self.line,) if self.line is not None else ()
+
+
+# Log text an observation holds for a reader that is behind. A writer beyond it waits, as a
+# pipe blocks its writer: a Worker printing faster than Step 6 reads cannot grow the
+# harness's memory, and no line is dropped.
+MAX_QUEUED_CHARS = 8 * 1024 * 1024
 
 
 class Observation:
-    """A queue the adapter fills from its own threads or watches; read with a deadline."""
+    """A bounded queue the adapter fills from its own threads or watches; read with a
+    deadline. ``close()`` (the reader is done) discards what is queued and every later item,
+    so a Worker that goes on printing after its verdict costs nothing."""
 
-    def __init__(self) -> None:
-        self._q: queue.Queue[Happening] = queue.Queue()
+    def __init__(
+        self, replay: Iterator[Happening] | None = None, max_chars: int = MAX_QUEUED_CHARS
+    ) -> None:
+        self._items: deque[tuple[Happening, int]] = deque()
+        self._chars = 0
+        self._max = max_chars
+        self._cond = threading.Condition()
+        self._closed = False
+        # What happened before the reader attached, read lazily before anything queued.
+        self._replay = replay
+
+    def put(self, item: Happening) -> None:
+        size = sum(map(len, item.log_lines))
+        with self._cond:
+            while size and self._items and self._chars + size > self._max and not self._closed:
+                self._cond.wait()
+            if self._closed:
+                return
+            self._items.append((item, size))
+            self._chars += size
+            self._cond.notify_all()
 
     def put_pod(self, pod: PodStatus) -> None:
-        self._q.put(Happening("pod", time.monotonic(), pod=pod))
+        self.put(Happening("pod", time.monotonic(), pod=pod))
 
     def put_line(self, line: str) -> None:
-        self._q.put(Happening("log", time.monotonic(), line=line))
+        self.put(Happening("log", time.monotonic(), line=line))
+
+    def put_lines(self, lines: Sequence[str]) -> None:
+        self.put(Happening("log", time.monotonic(), lines=lines))
 
     def put_event(self, event: Event) -> None:
-        self._q.put(Happening("event", time.monotonic(), event=event))
+        self.put(Happening("event", time.monotonic(), event=event))
 
     def end(self) -> None:
         """No more log lines will come (the Worker's log stream ended)."""
-        self._q.put(Happening("end", time.monotonic()))
+        self.put(Happening("end", time.monotonic()))
+
+    def _take(self) -> Happening | None:
+        with self._cond:
+            if not self._items:
+                return None
+            item, size = self._items.popleft()
+            self._chars -= size
+            self._cond.notify_all()
+            return item
 
     def lost(self, cause: TargetUnreachable) -> None:
         """The target stopped answering: nothing more can be observed (ends the phase)."""
-        self._q.put(Happening("lost", time.monotonic(), lost=cause))
+        self.put(Happening("lost", time.monotonic(), lost=cause))
 
     def next(self, timeout: float) -> Happening | None:
-        try:
-            return self._q.get(timeout=max(0.0, timeout))
-        except queue.Empty:
-            return None
+        if self._replay is not None:
+            replayed = next(self._replay, None)
+            if replayed is not None:
+                return replayed
+            self._replay = None
+        with self._cond:
+            if not self._items and not self._closed:
+                self._cond.wait(max(0.0, timeout))
+        return self._take()
 
     def drain(self) -> Iterator[Happening]:
-        while True:
-            try:
-                yield self._q.get_nowait()
-            except queue.Empty:
-                return
+        while (item := self._take()) is not None:
+            yield item
+
+    def close(self) -> None:
+        """The reader is done: drop what is queued, take nothing more, free the writers."""
+        with self._cond:
+            self._closed = True
+            self._items.clear()
+            self._chars = 0
+            self._replay = None
+            self._cond.notify_all()
 
 
 @runtime_checkable

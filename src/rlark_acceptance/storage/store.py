@@ -168,6 +168,11 @@ TRANSIENT_CODES = frozenset(
 MAX_ATTEMPTS = 4
 
 
+def _is_marker(key: str) -> bool:
+    """A directory marker: a key ending in "/", or the store root's own (listed as "")."""
+    return key.endswith("/") or not key.strip("/")
+
+
 def _is_transient(exc: BaseException) -> bool:
     from botocore.exceptions import ClientError, ConnectionError, HTTPClientError
 
@@ -300,14 +305,26 @@ class S3Store:
             )
 
     def delete(self, keys: Sequence[str]) -> None:
-        full = [self._full(k) for k in keys]
-        for i in range(0, len(full), 1000):  # S3's limit per DeleteObjects request
-            try:
-                self._delete_batch(full[i : i + 1000])
-            except StoreError:
-                raise
-            except Exception as e:
-                raise self._error(e, keys[i]) from None
+        """Delete ``keys``; directory markers (``…/``, as s3fs creates them) after every
+        other key and the deepest first: a server keeping directories (versitygw's posix
+        backend) skips a marker whose directory still holds something, without an error."""
+        markers = sorted((k for k in keys if _is_marker(k)), key=lambda k: -k.count("/"))
+        others = [k for k in keys if not _is_marker(k)]
+        for group in (others, markers):
+            full = [self._full_key(k) for k in group]
+            for i in range(0, len(full), 1000):  # S3's limit per DeleteObjects request
+                try:
+                    self._delete_batch(full[i : i + 1000])
+                except StoreError:
+                    raise
+                except Exception as e:
+                    raise self._error(e, group[i]) from None
+
+    def _full_key(self, key: str) -> str:
+        # A directory marker keeps its trailing slash (join_key drops it), the store's own
+        # root's marker too (listed as the key "").
+        full = self._full(key)
+        return full + "/" if full and _is_marker(key) else full
 
     def read(self, key: str, start: int = 0, end: int | None = None) -> bytes:
         if end is not None and end <= start:

@@ -87,6 +87,8 @@ def confirm_running(
     except KeyboardInterrupt as exc:
         rec.interrupted, interrupt = True, exc
     finally:
+        if run.stream is not None:
+            run.stream.close()  # a Worker that prints on after its verdict costs nothing
         if rec.ref is not None:
             rec.pods = _safe(lambda: adapter.pods(rec.ref), [])  # type: ignore[arg-type]
             rec.events = _safe(lambda: adapter.events(rec.ref), [])  # type: ignore[arg-type]

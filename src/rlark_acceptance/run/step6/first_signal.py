@@ -31,7 +31,7 @@ class FirstSignal:
         return (
             "passed",
             f"log line {log.signal_line + 1} shows the first signal: "
-            f"{run.rec.log[log.signal_line].strip()[:160]}",
+            f"{(log.signal_text or '').strip()[:160]}",
         )
 
     def over(self, run: Step6Run) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rlark_acceptance.run.step6.printed_config import printed_config_checks
@@ -29,62 +30,153 @@ def is_script_output(line: str) -> bool:
     return not (_RAY_CLI_LINE.match(line) or _RAY_BANNER.search(line))
 
 
+# A pattern that can see past a line's ends (anchors of the whole text, lookarounds,
+# possessive or atomic matching) could match a line alone and not the same line inside a
+# block of lines: such a pattern is searched line by line.
+_SEES_PAST_LINE = re.compile(r"\\[AZBz]|\(\?[=!<>]|[*+?}]\+")
+# Candidates only (each judged alone); without ``^`` the search skips to each brace at C speed.
+_CONFIG_OPEN = re.compile(r"\{\s*$", re.MULTILINE)
+_CONFIG_CLOSE = re.compile(r"\}\s*$", re.MULTILINE)
+# A printed config longer than this is not RLinf's: it is read no further (never parsed).
+MAX_CONFIG_LINES = 20_000
+
+
+def block_pattern(pattern: re.Pattern[str]) -> re.Pattern[str] | None:
+    """``pattern`` for a block of lines joined by newlines (``^`` / ``$`` at each line), or
+    None when it must be searched line by line."""
+    if _SEES_PAST_LINE.search(pattern.pattern):
+        return None
+    return re.compile(pattern.pattern, pattern.flags | re.MULTILINE)
+
+
+def first_line(
+    lines: Sequence[str],
+    text: str,
+    block: re.Pattern[str] | None,
+    is_match: Callable[[str], bool],
+    start: int = 0,
+) -> int | None:
+    """The index of the first line from ``start`` on for which ``is_match`` holds.
+
+    ``text`` is ``"\\n".join(lines)``; ``block`` finds candidates in it at C speed (every
+    line that matches alone is one: the pattern sees no further than its line), each then
+    judged alone, so a match that spans lines never counts.
+    """
+    if start >= len(lines):
+        return None
+    if block is None:
+        for i in range(start, len(lines)):
+            if is_match(lines[i]):
+                return i
+        return None
+    pos, index = sum(map(len, lines[:start])) + start, start  # where line ``start`` begins
+    while (m := block.search(text, pos)) is not None:
+        at = m.start()
+        index += text.count("\n", pos, at)
+        if is_match(lines[index]):
+            return index
+        nl = text.find("\n", at)
+        if nl < 0:
+            return None
+        pos, index = nl + 1, index + 1
+    return None
+
+
 class LogReader:
-    """Line indices of what Step 6 looks for; records 1.1 / 1.2 once the config is printed."""
+    """Line indices of what Step 6 looks for; records 1.1 / 1.2 once the config is printed.
+
+    Lines come in batches (as the target delivers them); nothing of them is kept here but
+    the printed config while it is being read and the first signal's line.
+    """
 
     def __init__(
         self, run: Step6Run, signal: re.Pattern[str] | None, validated: dict[str, Any] | None
     ) -> None:
         self.run = run
         self.signal = signal
+        self._signal_block = block_pattern(signal) if signal is not None else None
         self.validated = validated
         self.ray_line: int | None = None
         self.script_line: int | None = None
         self.signal_line: int | None = None
+        self.signal_text: str | None = None
         self.signal_at: float | None = None
         self._json: list[str] | None = None
 
     def feed(self, line: str, index: int, at: float) -> None:
-        self._read(line, index)
-        # Only the run script's output counts: Ray's own lines could match a loose pattern.
-        if (
-            self.signal is not None
-            and self.signal_line is None
-            and self.script_line is not None
-            and self.signal.search(line)
-        ):
-            self.signal_line = index
-            self.signal_at = at
+        self.feed_lines((line,), index, at)
 
-    def _read(self, line: str, index: int) -> None:
-        if self.ray_line is None and RAY_STARTED.search(line):
-            self.ray_line = index
-        # RLinf prints its resolved config as indented JSON right after start-up: "{" ... "}".
-        if (
-            self.ray_line is not None
-            and self._json is None
-            and self.run.rec.printed_config is None
-            and line.rstrip() == "{"
-        ):
-            self._json = [line]
-            if self.script_line is None:
-                self.script_line = index
+    def feed_lines(self, lines: Sequence[str], first: int, at: float) -> None:
+        """Read ``lines``, the first of which is log line ``first`` (0-based)."""
+        if not lines:
             return
-        if self._json is not None:
-            self._json.append(line)
-            if line.rstrip() == "}":
-                text = "\n".join(self._json)
-                self._json = None
-                try:
-                    self.run.rec.printed_config = json.loads(text)
-                except ValueError:
-                    self.run.rec.printed_config = None
-                printed_config_checks(self.run, self.validated)
+        start = self._start_up(lines, first)
+        if start >= len(lines):
             return
-        if (
-            self.ray_line is not None
-            and index > self.ray_line
-            and self.script_line is None
-            and is_script_output(line)
-        ):
-            self.script_line = index
+        text = "\n".join(lines)
+        self._config(lines, text, first, start)
+        if self.signal is not None and self.signal_line is None:
+            found = first_line(lines, text, self._signal_block, self._is_signal, start)
+            if found is not None:
+                self.signal_line, self.signal_text, self.signal_at = first + found, lines[found], at
+
+    def _is_signal(self, line: str) -> bool:
+        assert self.signal is not None
+        return self.signal.search(line) is not None
+
+    def _start_up(self, lines: Sequence[str], first: int) -> int:
+        """Ray's start-up line, then the run script's first line; returns where in
+        ``lines`` the run script's output begins (``len(lines)`` if not yet)."""
+        i = 0
+        if self.ray_line is None:
+            found = first_line(lines, "\n".join(lines), RAY_STARTED, _ray_started)
+            if found is None:
+                return len(lines)
+            self.ray_line, i = first + found, found + 1
+        if self.script_line is None:
+            while i < len(lines):
+                if is_script_output(lines[i]):
+                    self.script_line = first + i
+                    return i
+                i += 1
+            return len(lines)
+        return i
+
+    def _config(self, lines: Sequence[str], text: str, first: int, start: int) -> None:
+        """RLinf prints its resolved config as indented JSON right after start-up:
+        ``{`` ... ``}``."""
+        i = start
+        while self.run.rec.printed_config is None and i < len(lines):
+            if self._json is None:
+                found = first_line(lines, text, _CONFIG_OPEN, _opens_config, i)
+                if found is None:
+                    return
+                self._json, i = [lines[found]], found + 1
+                continue
+            close = first_line(lines, text, _CONFIG_CLOSE, _closes_config, i)
+            end = len(lines) if close is None else close + 1
+            self._json.extend(lines[i:end])
+            i = end
+            if close is None:
+                if len(self._json) > MAX_CONFIG_LINES:
+                    self._json = None  # never closed: not a config
+                return
+            parsed = "\n".join(self._json)
+            self._json = None
+            try:
+                self.run.rec.printed_config = json.loads(parsed)
+            except ValueError:
+                self.run.rec.printed_config = None
+            printed_config_checks(self.run, self.validated)
+
+
+def _ray_started(line: str) -> bool:
+    return RAY_STARTED.search(line) is not None
+
+
+def _opens_config(line: str) -> bool:
+    return line.rstrip() == "{"
+
+
+def _closes_config(line: str) -> bool:
+    return line.rstrip() == "}"

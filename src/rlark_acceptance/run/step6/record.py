@@ -7,6 +7,8 @@ The surface read by the steps and the run-record plugin: ``phases`` (check → `
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -30,6 +32,46 @@ class PhaseResult:
     at: float | None = None  # seconds since submission
 
 
+class LogTail:
+    """What the record keeps of the Worker's log, whatever its size: its first lines (Ray's
+    start-up, the printed config) and its last ones (what explains how it ended), with the
+    count of every line seen. The log itself stays on the target."""
+
+    HEAD = 200
+    TAIL = 400
+
+    def __init__(self) -> None:
+        self.head: list[str] = []
+        self.tail: deque[str] = deque(maxlen=self.TAIL)
+        self.count = 0
+
+    def extend(self, lines: Sequence[str]) -> None:
+        self.count += len(lines)
+        room = self.HEAD - len(self.head)
+        if room > 0:
+            self.head.extend(lines[:room])
+            lines = lines[room:]
+        self.tail.extend(lines)
+
+    @property
+    def omitted(self) -> int:
+        """Lines seen but kept neither at the head nor in the tail."""
+        return self.count - len(self.head) - len(self.tail)
+
+    @property
+    def last(self) -> str | None:
+        if self.tail:
+            return self.tail[-1]
+        return self.head[-1] if self.head else None
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self.head
+        yield from self.tail
+
+    def __bool__(self) -> bool:
+        return self.count > 0
+
+
 @dataclass
 class RunRecord:
     """What one submission showed, phase by phase, with the evidence to explain it."""
@@ -37,7 +79,7 @@ class RunRecord:
     job: Job
     ref: JobRef | None = None
     phases: dict[str, PhaseResult] = field(default_factory=dict)
-    log: list[str] = field(default_factory=list)
+    log: LogTail = field(default_factory=LogTail)
     pods: list[PodStatus] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
     printed_config: dict[str, Any] | None = None
@@ -74,8 +116,12 @@ class RunRecord:
                 return p
         return None
 
-    def log_excerpt(self, around: int | None = None, lines: int = 40) -> str:
+    def log_excerpt(self, lines: int = 40) -> str:
+        """The log's last ``lines`` lines, saying how many came before them."""
         if not self.log:
             return "(no log lines)"
-        end = len(self.log) if around is None else min(len(self.log), around + lines // 2)
-        return "\n".join(self.log[max(0, end - lines) : end])
+        kept = list(self.log)
+        shown = kept[-lines:]
+        before = self.log.count - len(shown)
+        head = [f"({before} earlier lines of {self.log.count} not shown)"] if before else []
+        return "\n".join(head + shown)

@@ -56,6 +56,10 @@ class Stream(Protocol):
 
     def next(self, timeout: float) -> Happening | None: ...
 
+    def close(self) -> None:
+        """The run reads no more: what is still queued, and what comes, is dropped."""
+        ...
+
 
 @dataclass(frozen=True)
 class Progress:
@@ -164,9 +168,11 @@ class Step6Run:
             self.rec.events.append(item.event)
             if item.event.type == "Warning":
                 self.warning = item.event
-        elif item.kind == "log" and item.line is not None:
-            self.rec.log.append(item.line)
-            self.log.feed(item.line, len(self.rec.log) - 1, item.at)
+        elif item.kind == "log":
+            lines = item.log_lines
+            first = self.rec.log.count
+            self.rec.log.extend(lines)
+            self.log.feed_lines(lines, first, item.at)
         elif item.kind == "end":
             self.ended = True
             self.over_at = self.over_at or item.at
@@ -232,7 +238,7 @@ class Step6Run:
 
     def progress(self, check: str, timeout_key: str, elapsed: float) -> None:
         if self.on_progress is not None:
-            last = self.rec.log[-1] if self.rec.log else None
+            last = self.rec.log.last
             self.on_progress(
                 Progress(
                     check,
