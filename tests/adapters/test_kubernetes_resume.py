@@ -22,6 +22,7 @@ def stamped(*pairs: tuple[str, str]) -> list[str]:
 
 
 def read(cursor: LogCursor, raw: list[str]) -> tuple[list[str], list[Gap]]:
+    """One read of the log, line by line; ``read_batches`` reads it a chunk at a time."""
     cursor.resume()
     out: list[str] = []
     gaps: list[Gap] = []
@@ -31,6 +32,17 @@ def read(cursor: LogCursor, raw: list[str]) -> tuple[list[str], list[Gap]]:
             out.append(text)
         if gap is not None:
             gaps.append(gap)
+    return out, gaps
+
+
+def read_batches(cursor: LogCursor, raw: list[str], size: int) -> tuple[list[str], list[Gap]]:
+    cursor.resume()
+    out: list[str] = []
+    gaps: list[Gap] = []
+    for i in range(0, len(raw), size):
+        texts, gap = cursor.take_batch(raw[i : i + size])
+        out += texts
+        gaps += [gap] if gap is not None else []
     return out, gaps
 
 
@@ -124,3 +136,27 @@ def test_past_the_bound_the_api_server_is_named_and_later_requests_fail_fast() -
     assert time.monotonic() - t1 < 0.5
     # An answer from any request clears it.
     assert call(lambda: "ok", reach=reach) == "ok" and not reach.lost
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 100])
+def test_batches_read_as_lines_do(size: int) -> None:
+    stamps = ("01", "02", "02", "02", "03", "03", "04", "05", "05", "05")
+    log = stamped(*((s, f"line {i}") for i, s in enumerate(stamps)))
+    for cut in range(len(log) + 1):
+        by_line, by_batch = LogCursor(), LogCursor()
+        assert read(by_line, log[:cut]) == read_batches(by_batch, log[:cut], size)
+        # The stream broke after ``cut`` lines; read again from the last line's second.
+        since = by_line.since()
+        again = [raw for raw in log if since is None or raw[:19] >= since[:19]]
+        expected = read(by_line, again)
+        assert read_batches(by_batch, again, size) == expected
+        assert expected[0] == [f"line {i}" for i in range(cut, len(log))]
+        assert (by_batch.stamp, by_batch.same, by_batch.delivered) == (
+            by_line.stamp,
+            by_line.same,
+            by_line.delivered,
+        )
+    unstamped = ["a", "b c", "d"]
+    c1, c2 = LogCursor(), LogCursor()
+    assert read(c1, unstamped[:2]) == read_batches(c2, unstamped[:2], size)
+    assert read(c1, unstamped) == read_batches(c2, unstamped, size) == (["d"], [])

@@ -78,10 +78,52 @@ class LogCursor:
         self._skip_same = self.same
         self._skip_count = self.delivered if self.stamped is False else 0
 
+    def _resuming(self) -> bool:
+        """This read may still repeat what was delivered (or its kind is not known yet)."""
+        return (
+            self._first
+            or self.stamped is None
+            or self._skip_key is not None
+            or (self.stamped is False and self._skip_count > 0)
+        )
+
+    def take_batch(self, batch: list[str]) -> tuple[list[str], Gap | None]:
+        """``take`` for a batch of lines: their new texts, and the gap they show."""
+        texts: list[str] = []
+        gap = None
+        i = 0
+        while i < len(batch) and self._resuming():  # line by line, as take()
+            text, found = self.take(batch[i])
+            i += 1
+            gap = gap or found
+            if text is not None:
+                texts.append(text)
+        rest = batch[i:] if i else batch
+        if not rest:
+            return texts, gap
+        self.delivered += len(rest)
+        if not self.stamped:
+            texts.extend(rest)
+            return texts, gap
+        # Past what was delivered: the texts, and the last stamp with how many lines carry it.
+        parts = [raw.partition(" ") for raw in rest]
+        last = parts[-1][0]
+        same = 0
+        for stamp, _, _ in reversed(parts):
+            if stamp != last:
+                break
+            same += 1
+        if same == len(parts) and last == self.stamp:
+            self.same += same
+        else:
+            self.stamp, self.same = last, same
+        texts.extend(p[2] for p in parts)
+        return texts, gap
+
     def take(self, raw: str) -> tuple[str | None, Gap | None]:
         """The line's text if it is new (else None), and the gap it shows, if any."""
         first, self._first = self._first, False
-        if first and self.stamped is None:
+        if self.stamped is None:
             try:
                 stamp_key(raw.partition(" ")[0])
                 self.stamped = True

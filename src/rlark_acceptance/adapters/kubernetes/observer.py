@@ -36,11 +36,11 @@ from rlark_acceptance.adapters.kubernetes.stream import (
     Item,
     Stopper,
     api_message,
+    batches,
     container_started,
     event_of,
     get_json,
     is_role,
-    lines,
     list_then_watch,
     pod_status,
     worker_over,
@@ -309,13 +309,13 @@ class Observer:
                 continue
             whole = False
             try:
-                for raw in lines(resp):
+                for batch in batches(resp):
                     self._last_data = time.monotonic()
-                    text, gap = cursor.take(raw)
+                    new, gap = cursor.take_batch(batch)
                     if gap is not None:
                         self._rotated(gap)
-                    if text is not None:
-                        self.obs.put_line(text)
+                    if new:
+                        self.obs.put_lines(new)
                 whole = True
             except Exception as e:
                 if self.stopper.stopped:

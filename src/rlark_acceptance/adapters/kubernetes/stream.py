@@ -235,16 +235,23 @@ class Stopper:
                 resp.shutdown()
 
 
-def lines(resp: Any) -> Iterator[str]:
-    """The lines of a streamed body as they arrive (a last line without newline too)."""
+def batches(resp: Any) -> Iterator[list[str]]:
+    """The lines of a streamed body as they arrive, a batch per chunk read (a last line
+    without newline too): a log is handed on a chunk at a time, not a line at a time."""
     buf = b""
     for chunk in resp.stream(amt=None, decode_content=False):
         buf += chunk if isinstance(chunk, bytes) else str(chunk).encode()
         *done, buf = buf.split(b"\n")
-        for raw in done:
-            yield raw.decode("utf-8", "replace")
+        if done:
+            yield b"\n".join(done).decode("utf-8", "replace").split("\n")
     if buf:
-        yield buf.decode("utf-8", "replace")
+        yield [buf.decode("utf-8", "replace")]
+
+
+def lines(resp: Any) -> Iterator[str]:
+    """The lines of a streamed body as they arrive (a last line without newline too)."""
+    for batch in batches(resp):
+        yield from batch
 
 
 def list_then_watch(
