@@ -11,6 +11,7 @@ import time
 
 import pytest
 import urllib3
+from kubernetes.client.exceptions import ApiException
 
 from rlark_acceptance.adapters.base import TargetUnreachable
 from rlark_acceptance.adapters.kubernetes.logcursor import Gap, LogCursor, since_time, stamp_key
@@ -160,3 +161,22 @@ def test_batches_read_as_lines_do(size: int) -> None:
     c1, c2 = LogCursor(), LogCursor()
     assert read(c1, unstamped[:2]) == read_batches(c2, unstamped[:2], size)
     assert read(c1, unstamped) == read_batches(c2, unstamped, size) == (["d"], [])
+
+
+def test_a_refusal_right_after_an_outage_is_retried_while_the_server_recovers() -> None:
+    """A restarted API server answers 403 until its RBAC caches are loaded (seen with
+    kube-apiserver 1.36 killed and started again): not a verdict, this soon."""
+    reach = Reach("https://127.0.0.1:1", bound=5.0)
+    answers: list[BaseException | str] = [refused(), ApiException(status=403), "listed"]
+
+    def api() -> str:
+        answer = answers.pop(0)
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+    assert call(api, reach=reach) == "listed" and answers == []
+    # Without an outage before it, a 403 is the API server's verdict at once.
+    calm = Reach("https://127.0.0.1:1", bound=5.0)
+    with pytest.raises(ApiException):
+        call(lambda: (_ for _ in ()).throw(ApiException(status=403)), reach=calm)

@@ -283,6 +283,9 @@ class Observer:
                 )
             except ApiException as e:
                 reach.answered()
+                if e.status in (401, 403) and reach.transient(e):
+                    self.stopper.event.wait(0.5)  # the API server's RBAC is still loading
+                    continue
                 if e.status == 403:
                     raise
                 if e.status is None or e.status < 500:

@@ -35,6 +35,9 @@ from rlark_acceptance.adapters.base import Event, PodStatus, TargetUnreachable
 from rlark_acceptance.model.job import ROLE_LABEL
 
 TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504})
+# An API server that has just come back answers 401 / 403 until its authentication and
+# RBAC caches are loaded: refusals this soon after an outage are retried, not verdicts.
+RECOVERY_SECONDS = 15.0
 MAX_ATTEMPTS = 5
 # A watch request is closed by the server after this long and re-opened from the last
 # resourceVersion seen, so a watch never silently outlives a dead connection for long.
@@ -62,12 +65,30 @@ class Reach:
         self.server = server
         self.bound = bound
         self._since: float | None = None
+        self._back_at: float | None = None
         self._last: BaseException | None = None
         self._lock = threading.Lock()
 
     def answered(self) -> None:
         with self._lock:
+            if self._since is not None:
+                self._back_at = time.monotonic()
             self._since = None
+
+    def recovering(self) -> bool:
+        """The API server came back moments ago (its caches may still be loading)."""
+        with self._lock:
+            back = self._back_at
+        return back is not None and time.monotonic() - back < RECOVERY_SECONDS
+
+    def transient(self, exc: BaseException) -> bool:
+        """Retried: a transport error, 429 / 5xx, or a refusal while the server recovers."""
+        if is_transient(exc):
+            return True
+        if isinstance(exc, ApiException) and exc.status in (401, 403):
+            self.answered()
+            return self.recovering()
+        return False
 
     def failed(self, exc: BaseException) -> None:
         with self._lock:
@@ -133,7 +154,7 @@ def call(
             reach.failed(exc)
 
     retrying = Retrying(
-        retry=retry_if_exception(is_transient),
+        retry=retry_if_exception(is_transient if reach is None else reach.transient),
         stop=until,
         wait=wait_exponential(multiplier=0.2, max=2.0),
         after=note,
