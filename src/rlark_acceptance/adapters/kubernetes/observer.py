@@ -333,7 +333,11 @@ class Observer:
             if final and whole:
                 return  # read to the end of a container that has exited
             if whole and self._over and not self._cut.is_set():
-                return  # the kubelet closed the follow: the container has exited
+                # The kubelet closed the follow: the container has exited. A follower that
+                # fell behind was still on a rotated file, whose end is not the log's: read
+                # what the current file holds after the last line delivered.
+                self._cut.set()
+                continue
             if whole:
                 # Closed before the Worker is known to be over (the API server or kubelet
                 # restarting): follow again from the last line.
