@@ -475,13 +475,18 @@ def restart_component(state: State, component: str) -> int:
     deadline = time.monotonic() + 20
     while proc.alive(old) and time.monotonic() < deadline:
         time.sleep(0.05)
+    start_dead(state)
+    return pids()[component]
+
+
+def start_dead(state: State) -> None:
+    """Start the components that are not running (on the same etcd data)."""
     _forget_dead()
     kwokctl("start", "cluster", "--wait", "2m")
     if not _all_alive():  # another component gave up meanwhile: start it too
         _forget_dead()
         kwokctl("start", "cluster", "--wait", "2m")
     state.setdefault("cluster", {})["pids"] = pids()
-    return pids()[component]
 
 
 def down(state: State) -> None:

@@ -11,8 +11,8 @@ they do can leave the machine, and image pulls go to a closed port of the node's
 What this machine kind imposes (each also said where it is done):
 * no CAP_SYS_RESOURCE: runc cannot raise oom_score_adj, so the CRI clamps it;
 * cgroup v1 (hybrid): the kubelet is told ``failCgroupV1: false``, cgroupfs driver;
-* the kubelet sets a few kernel sysctls at start: their values are recorded before and
-  put back by ``down``.
+* the kubelet sets a few kernel sysctls at start: their values are recorded before the
+  first checkout's node starts and put back when the last one's goes down.
 
 Everything machine-wide is named after this state dir's id (``ident()``): the network
 namespace, the veth pair, the cgroup root of the Pods; two checkouts never share one.
@@ -41,13 +41,13 @@ from testenv.node_host import (
     cgroup_root,
     cgroups_down,
     cgroups_up,
+    hold_sysctls,
     in_netns,
     net_up,
     netns,
     node_dir,
     pick_subnet,
-    read_sysctls,
-    restore_sysctls,
+    release_sysctls,
     sh,
     sock,
     veth,
@@ -135,7 +135,7 @@ def up(state: State, apiserver_port: int, kubeconfig: Path, ca: Path, kubectl: A
         "host_ip": str(hosts[0]),
         "node_ip": str(hosts[1]),
         "cgroup_root": cgroup_root(),
-        "sysctls": read_sysctls(),
+        "sysctls": hold_sysctls(),
         "var_log_containers_existed": VAR_LOG_CONTAINERS.exists(),
         "run_containerd_existed": RUN_CONTAINERD.exists(),
         "pids": {},
@@ -182,23 +182,20 @@ def up(state: State, apiserver_port: int, kubeconfig: Path, ca: Path, kubectl: A
     _import(worker, image.WORKER_IMAGE)
     node["worker_key"] = image.worker_key()
     kk = kubelet_kubeconfig(kubeconfig, node["host_ip"], fwd_port)
-    node["pids"]["kubelet"] = proc.spawn(
-        in_netns(
-            bins["kubelet"],
-            f"--config={files['kubelet']}",
-            f"--kubeconfig={kk}",
-            f"--root-dir={d / 'kubelet'}",
-            f"--cert-dir={d / 'kubelet-pki'}",
-            f"--hostname-override={NODE_NAME}",
-            f"--node-ip={node['node_ip']}",
-            f"--node-labels=rlark.io/pool={POOL},rlark.io/cluster={RLARK_CLUSTER},"
-            "nvidia.com/gpu.present=true",
-            "--v=2",
-        ),
-        logs / "node-kubelet.log",
-        env,
-        d,
+    node["kubelet_argv"] = in_netns(
+        bins["kubelet"],
+        f"--config={files['kubelet']}",
+        f"--kubeconfig={kk}",
+        f"--root-dir={d / 'kubelet'}",
+        f"--cert-dir={d / 'kubelet-pki'}",
+        f"--hostname-override={NODE_NAME}",
+        f"--node-ip={node['node_ip']}",
+        f"--node-labels=rlark.io/pool={POOL},rlark.io/cluster={RLARK_CLUSTER},"
+        "nvidia.com/gpu.present=true",
+        "--v=2",
     )
+    node["kubelet_env"] = env
+    start_kubelet(node)
 
     def registered() -> bool:
         return bool(kubectl("get", "node", NODE_NAME, check=False).strip())
@@ -216,6 +213,16 @@ def up(state: State, apiserver_port: int, kubeconfig: Path, ca: Path, kubectl: A
         json.dumps({"status": {"capacity": {GPU_RESOURCE: str(GPUS)}}}),
     )
     _wait(lambda: healthy(node, kubectl), 120, f"node {NODE_NAME} Ready")
+
+
+def start_kubelet(node: dict[str, Any]) -> int:
+    """Start the node's kubelet (again, after it was killed: its state dir is kept)."""
+    logs = state_root() / "logs"
+    pid = proc.spawn(
+        node["kubelet_argv"], logs / "node-kubelet.log", node["kubelet_env"], node_dir()
+    )
+    node["pids"]["kubelet"] = pid
+    return pid
 
 
 def _wait(probe: Any, timeout: float, what: str) -> None:
@@ -294,7 +301,7 @@ def down(state: State) -> list[str]:
             with contextlib.suppress(OSError):
                 sub.rmdir()
     if node.get("sysctls"):
-        restore_sysctls(node["sysctls"])
+        release_sysctls(node["sysctls"])
     shutil.rmtree(node_dir(), ignore_errors=True)
     if node_dir().exists():
         left.append(str(node_dir()))

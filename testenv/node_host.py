@@ -150,12 +150,51 @@ def cgroups_down() -> list[str]:
     return left
 
 
+# The sysctls are the machine's, shared by every checkout's node: the values before the
+# first node's kubelet changed them are kept here (tmpfs: a reboot resets both), with the
+# nodes that run; the last node down puts them back. A per-checkout record would hold the
+# first kubelet's values when a second checkout starts, and leave them behind.
+SYSCTLS_RECORD = Path("/run/rlark-testenv-sysctls.json")
+
+
 def read_sysctls() -> dict[str, str]:
     return {k: (Path("/proc/sys") / k).read_text().strip() for k in SYSCTLS}
 
 
-def restore_sysctls(saved: dict[str, str]) -> None:
-    for k, v in saved.items():
+@contextlib.contextmanager
+def _sysctls_record() -> Any:
+    import fcntl
+    import json
+
+    with open(SYSCTLS_RECORD.with_suffix(".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            record = json.loads(SYSCTLS_RECORD.read_text())
+        except (OSError, ValueError):
+            record = {"before": read_sysctls(), "nodes": []}
+        yield record
+        if record["nodes"]:
+            SYSCTLS_RECORD.write_text(json.dumps(record))
+        else:
+            SYSCTLS_RECORD.unlink(missing_ok=True)
+
+
+def hold_sysctls() -> dict[str, str]:
+    """This node is up: the machine's values before any node's kubelet, recorded once."""
+    with _sysctls_record() as record:
+        if ident() not in record["nodes"]:
+            record["nodes"].append(ident())
+        return dict(record["before"])
+
+
+def release_sysctls(saved: dict[str, str]) -> None:
+    """This node is down: the values put back once no other checkout's node runs."""
+    with _sysctls_record() as record:
+        record["nodes"] = [n for n in record["nodes"] if n != ident()]
+        if record["nodes"]:
+            return
+        before = record.get("before") or saved
+    for k, v in before.items():
         with contextlib.suppress(OSError):
             if (Path("/proc/sys") / k).read_text().strip() != v:
                 (Path("/proc/sys") / k).write_text(v)

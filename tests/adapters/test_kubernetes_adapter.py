@@ -160,6 +160,17 @@ def next_until(
     raise AssertionError(f"nothing matching within {timeout} s")
 
 
+def log_lines(obs: Observation, n: int, timeout: float = 30) -> list[str]:
+    """The next ``n`` log lines of the observation (the adapter hands them on in batches)."""
+    got: list[str] = []
+    deadline = time.monotonic() + timeout
+    while len(got) < n:
+        item = next_until(obs, lambda h: h.kind in ("log", "lost"), deadline - time.monotonic())
+        assert item.kind == "log", item.lost
+        got.extend(item.log_lines)
+    return got
+
+
 def wait_for(what: str, probe: Callable[[], Any], timeout: float = 30) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -436,8 +447,7 @@ def test_reads_map_the_cluster_and_a_late_observer_sees_everything(
     started = next_until(obs, lambda h: h.pod is not None and h.pod.phase in STARTED)
     assert started.pod is not None and started.pod.node == NODE
     kube_env.write_log(log_file, ["first line", "second line"])  # stand-in Worker output
-    assert next_until(obs, lambda h: h.kind == "log").line == "first line"
-    assert next_until(obs, lambda h: h.kind == "log").line == "second line"
+    assert log_lines(obs, 2) == ["first line", "second line"]
 
     [pod] = adapter.pods(ref)
     assert (pod.name, pod.node, pod.restarts) == (pod_name, NODE, 0)
@@ -456,11 +466,10 @@ def test_reads_map_the_cluster_and_a_late_observer_sees_everything(
     # Started late: the current Pod state, then the log from its start, then what follows.
     late = adapter.observe(ref)
     assert next_until(late, lambda h: h.kind == "pod").pod == pod
-    assert next_until(late, lambda h: h.kind == "log").line == "first line"
-    assert next_until(late, lambda h: h.kind == "log").line == "second line"
+    assert log_lines(late, 2) == ["first line", "second line"]
     kube_env.write_log(log_file, ["third line"])
-    assert next_until(late, lambda h: h.kind == "log").line == "third line"
-    assert next_until(obs, lambda h: h.kind == "log").line == "third line"
+    assert log_lines(late, 1) == ["third line"]
+    assert log_lines(obs, 1) == ["third line"]
 
     adapter.close()  # removes the Job it created, and waits for its Pod to be gone
     assert job_pods(kube_env, kube_namespace, job.name) == []
@@ -787,7 +796,7 @@ def test_broken_streams_are_opened_again_without_repeating_lines(
     obs = adapter.observe(ref)
     next_until(obs, lambda h: h.pod is not None and h.pod.phase in STARTED)
     kube_env.write_log(log_file, ["before the break"])  # stand-in Worker output
-    assert next_until(obs, lambda h: h.kind == "log").line == "before the break"
+    assert log_lines(obs, 1) == ["before the break"]
     # Cut every stream the observation holds open (Pod watch, Event watch, followed log)
     # as a connection reset would, without stopping it.
     [stopper] = adapter._stoppers[(ref.namespace, ref.name)]
@@ -801,10 +810,44 @@ def test_broken_streams_are_opened_again_without_repeating_lines(
         resp.shutdown()
     wait_for("the streams opened again", lambda: len(stopper._open - set(streams)) == 3, 10)
     kube_env.write_log(log_file, ["after the break"])
-    after = next_until(obs, lambda h: h.kind == "log")
-    assert after.line == "after the break"  # the log was read again, the first line skipped
+    # The log was read again, the first line skipped.
+    assert log_lines(obs, 1) == ["after the break"]
     failed = [h.event for h in obs.drain() if h.event and h.event.reason == "ObserveFailed"]
     assert not failed, failed
     adapter.delete(ref)
     assert job_pods(kube_env, kube_namespace, job.name) == []
     wait_for("the observers' threads stopped", lambda: not observer_threads(job.name), 5)
+
+
+def test_an_api_server_killed_and_started_again_loses_and_doubles_no_log_line(
+    adapter: KubernetesAdapter,
+    kube_env: KubeEnv,
+    kube_namespace: str,
+    s3_chain: S3Env,
+    tmp_path: Path,
+) -> None:
+    """The real API server SIGKILLed mid-follow, lines written while it is down, started
+    again on its etcd data: the watches and the log resume (the log from the last line's
+    stamp; lines written within one microsecond share a stamp), every line once, in order."""
+    path, _ = write_job(tmp_path, kube_namespace, s3_chain.bucket)
+    job, manifest = load_job(path)
+    log_file = kube_env.pod_log_file(kube_namespace, f"{job.name}-worker-0")
+    ref = adapter.submit(job, manifest)
+    obs = adapter.observe(ref)
+    next_until(obs, lambda h: h.pod is not None and h.pod.phase in STARTED)
+    written = [f"before {i}" for i in range(200)]
+    kube_env.write_log(log_file, written)
+    got = log_lines(obs, len(written))
+    kube_env.kill_apiserver()
+    during = [f"during {i}" for i in range(200)]
+    kube_env.write_log(log_file, during)
+    time.sleep(3)
+    kube_env.start_apiserver()
+    after = [f"after {i}" for i in range(200)]
+    kube_env.write_log(log_file, after)
+    got += log_lines(obs, len(during) + len(after), 120)
+    assert got == written + during + after
+    failed = [h.event for h in obs.drain() if h.event and h.event.type == "Warning"]
+    assert not [e for e in failed if e.source == "rlark-acceptance"], failed
+    adapter.delete(ref)
+    assert job_pods(kube_env, kube_namespace, job.name) == []

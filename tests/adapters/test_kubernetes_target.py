@@ -22,25 +22,12 @@ import pytest
 
 from fixtures.testenv import KubeEnv, S3Env
 from testenv import state
+from tests.adapters.k8s_suite import CHECKOUT
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
 RUNTIME = ("6.1", "6.2", "6.3", "1.1", "1.2", "6.4", "6.5")
-
-
-# What a run of the suite reads from a checkout (everything else it writes is reports/).
-CHECKOUT = (
-    "features",
-    "steps",
-    "fixtures",
-    "profiles",
-    "src",
-    "testenv",
-    "conftest.py",
-    "pyproject.toml",
-    ".testenv",
-)
 
 
 def run_features(tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedProcess[str], Any]:

@@ -17,7 +17,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from rlark_acceptance.adapters.base import Event, Happening, JobRef, PodStatus, SubmitRejected
+from rlark_acceptance.adapters.base import (
+    CleanupRefused,
+    Event,
+    Happening,
+    JobRef,
+    PodStatus,
+    SubmitRejected,
+    TargetUnreachable,
+)
 from rlark_acceptance.model.job import Job, Mount
 from rlark_acceptance.model.profile import NodeSpec, Profile
 from rlark_acceptance.run.acceptance import manifest_of
@@ -64,6 +72,11 @@ def end(at: float) -> Step:
     return Step(at, Happening("end", at))
 
 
+def lost(at: float, message: str, left: str = "") -> Step:
+    """The target stopped answering past its bound (its API server, a node's kubelet)."""
+    return Step(at, Happening("lost", at, lost=TargetUnreachable(message, left)))
+
+
 def warning(at: float, reason: str, message: str) -> Step:
     return Step(at, Happening("event", at, event=Event(f"pod/{POD}", reason, message, "Warning")))
 
@@ -107,6 +120,7 @@ class ScriptedTarget:
     clock: FakeClock = field(default_factory=FakeClock)
     listed: bool = True
     refuse: str | None = None
+    refuse_delete: str | None = None  # the target refuses the clean-up (RBAC)
     extra_pods: int = 0
     name: str = "scripted"
     deleted: list[JobRef] = field(default_factory=list)
@@ -151,6 +165,8 @@ class ScriptedTarget:
         return self.store if self.store is not None else FileStore(self.store_root)
 
     def delete(self, ref: JobRef) -> None:
+        if self.refuse_delete:
+            raise CleanupRefused(self.refuse_delete)
         self.deleted.append(ref)
 
     def close(self) -> None:

@@ -164,7 +164,8 @@ def _attachments(result: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _command(site: Site, reports: Path, args: list[str]) -> list[str]:
+def features_command(profile: Path, reports: Path, args: list[str]) -> list[str]:
+    """``pytest features/`` on ``profile`` as a user runs it, its record in ``reports``."""
     return [
         sys.executable,
         "-m",
@@ -173,11 +174,15 @@ def _command(site: Site, reports: Path, args: list[str]) -> list[str]:
         "-p",
         "no:cacheprovider",
         "--profile",
-        str(site.profile),
+        str(profile),
         "--reports-dir",
         str(reports),
         *args,
     ]
+
+
+def _command(site: Site, reports: Path, args: list[str]) -> list[str]:
+    return features_command(site.profile, reports, args)
 
 
 def _env() -> dict[str, str]:

@@ -163,3 +163,16 @@ def test_an_unknown_keep_outputs_value_names_the_profile_line(base: Any, tmp_pat
         e.value
     )
     assert "local.yaml" in str(e.value)
+
+
+def test_a_refused_clean_up_is_a_warning_and_the_verdict_stands(base: Any, tmp_path: Path) -> None:
+    refusal = '403 Forbidden: jobs.rlark.io "x" is forbidden: ... cannot delete resource "jobs"'
+    rec, _ = run(base, tmp_path, happy_script(tmp_path / "store"), refuse_delete=refusal)
+    assert rec.earliest_failure is None and rec.status("6.5") == "passed"
+    assert "could not be deleted" in rec.phases["6.5"].message
+    assert rec.warnings == [f"the Worker could not be deleted: {refusal}"]
+    assert rec.worker_left is not None and rec.checkpoint_after_delete is None
+    # What the Worker wrote stays while it may still write: named, never half removed.
+    assert (
+        rec.outputs_removed == 0 and rec.outputs_kept and "could not be deleted" in rec.outputs_kept
+    )

@@ -27,6 +27,7 @@ from tests.run.scripted import (
     happy_script,
     line,
     lines,
+    lost,
     pod,
     run,
     running,
@@ -417,3 +418,25 @@ def test_a_worker_that_succeeds_quotes_no_error_line(base: Any, tmp_path: Path) 
     script.append(pod(3.1, "Succeeded", exit_code=0, reason="Completed"))
     rec, _ = run(base, tmp_path, script)
     assert "last error line" not in verdict(rec)[1]
+
+
+# --- the target stops answering ----------------------------------------------------------
+
+
+def test_an_unreachable_api_server_fails_the_waited_phase_at_once_naming_it(
+    base: Any, tmp_path: Path
+) -> None:
+    down = "the Kubernetes API server https://127.0.0.1:6443 is unreachable: no answer for 30 s"
+    left = "job rlinf-smoke-ppo-mlp and its Pods may be left in namespace rlinf-acceptance"
+    rec, _ = run(base, tmp_path, [*started(), lost(40.0, down, left)])
+    check, message, at = verdict(rec)
+    assert check == "6.4" and at == pytest.approx(40.0)  # when it was known, not at 120 s
+    assert message == f"{down}; {left}"
+    assert "Worker ended" not in message and "timeouts.firstSignal" not in message
+    assert rec.phases["6.5"].message == "not reached: 6.4 failed"
+
+
+def test_lines_already_read_decide_before_the_target_was_lost(base: Any, tmp_path: Path) -> None:
+    """The signal was printed and read before the API server went away: 6.4 passed."""
+    rec, _ = run(base, tmp_path, [*started(), line(3.0, SIGNAL), lost(3.5, "gone")])
+    assert rec.status("6.4") == "passed"

@@ -11,6 +11,8 @@ per phase, so a terminal state is seen the moment it happens. A Pod that is term
 terminated container or is stuck for one of ``FATAL_REASONS`` ends the phase waited for
 whether or not the adapter ever calls ``end()`` (log lines still in flight get a second);
 ``end()`` alone, a log stream that was cut, waits a few seconds for the Pod's final status.
+``lost()`` (the target stopped answering past its bound) ends the phase waited for at
+once, naming what stopped answering instead of the Worker.
 """
 
 from __future__ import annotations
@@ -30,6 +32,25 @@ if TYPE_CHECKING:
 
 class SubmitRejected(Exception):
     """The platform refused the Job (as the Kubernetes API answers 422 Invalid)."""
+
+
+class TargetUnreachable(Exception):
+    """The target stopped answering the harness past its bound (its API server, the kubelet
+    of the Worker's node): what the Worker does can no longer be seen. The message names
+    what stopped answering; ``left`` says what may be left on the target."""
+
+    def __init__(self, message: str, left: str = "") -> None:
+        super().__init__(message)
+        self.left = left
+
+
+class CleanupRefused(Exception):
+    """The target refused to remove what the harness submitted (RBAC); names what is left."""
+
+
+class CleanupFailed(UserWarning):
+    """What the harness submitted could not be removed (the target refused or did not
+    answer the delete): a warning of the record, never a check's verdict."""
 
 
 class LeftoversRemoved(UserWarning):
@@ -94,11 +115,12 @@ class Event:
 class Happening:
     """One item of an observation stream; a ``log`` item carries one line or a batch."""
 
-    kind: Literal["pod", "log", "event", "end"]
+    kind: Literal["pod", "log", "event", "end", "lost"]
     at: float
     pod: PodStatus | None = None
     line: str | None = None
     event: Event | None = None
+    lost: TargetUnreachable | None = None
     lines: Sequence[str] = ()
 
     @property
@@ -166,6 +188,10 @@ class Observation:
             self._chars -= size
             self._cond.notify_all()
             return item
+
+    def lost(self, cause: TargetUnreachable) -> None:
+        """The target stopped answering: nothing more can be observed (ends the phase)."""
+        self.put(Happening("lost", time.monotonic(), lost=cause))
 
     def next(self, timeout: float) -> Happening | None:
         if self._replay is not None:

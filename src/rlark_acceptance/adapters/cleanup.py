@@ -21,6 +21,7 @@ import contextlib
 import os
 import signal
 import threading
+import warnings
 from types import FrameType
 from typing import Any, Protocol
 
@@ -34,6 +35,8 @@ _LIVE: set[_Closable] = set()
 _PREVIOUS: dict[int, Any] = {}
 _closing = threading.Lock()
 _term_interrupts = False
+# What could not be removed, in this process: warnings of the run's record.
+_FAILURES: list[str] = []
 
 
 def register(adapter: _Closable, *, signals: bool = True) -> None:
@@ -44,6 +47,20 @@ def register(adapter: _Closable, *, signals: bool = True) -> None:
 
 def unregister(adapter: _Closable) -> None:
     _LIVE.discard(adapter)
+
+
+def note_failure(text: str) -> None:
+    """A clean-up that failed (what is left, and why): warned, and kept for the record."""
+    from rlark_acceptance.adapters.base import CleanupFailed
+
+    if text not in _FAILURES:
+        _FAILURES.append(text)
+        warnings.warn(CleanupFailed(text), stacklevel=2)
+
+
+def failures() -> list[str]:
+    """The clean-up failures noted so far in this process."""
+    return list(_FAILURES)
 
 
 def terminate_as_interrupt() -> None:

@@ -18,7 +18,15 @@ from rlark_acceptance.model.findings import Location
 from rlark_acceptance.model.keypath import dotted
 from rlark_acceptance.model.yamlsrc import YamlDoc, load_yaml
 
-DEFAULT_TIMEOUTS = {"scheduled": 300.0, "rayHead": 600.0, "firstSignal": 1800.0, "output": 3600.0}
+DEFAULT_TIMEOUTS = {
+    "scheduled": 300.0,
+    "rayHead": 600.0,
+    "firstSignal": 1800.0,
+    "output": 3600.0,
+    # Not a phase: how long the target's API server may stay unreachable before the phase
+    # waited for fails naming it (an API server restart takes seconds).
+    "apiServer": 30.0,
+}
 
 
 @dataclass

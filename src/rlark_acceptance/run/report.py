@@ -123,6 +123,7 @@ class RunReport:
     outputs: dict[str, Any] | None = None  # what the acceptance run left, where
     # This run's id: in the name, labels and output location of the Job it submits.
     run_id: str = field(default_factory=new_run_id)
+    warnings: list[str] = field(default_factory=list)  # clean-ups that failed: what is left
 
     def add(self, scenario: ScenarioRecord) -> ScenarioRecord:
         return self.scenarios.setdefault(scenario.nodeid, scenario)
@@ -244,6 +245,8 @@ class RunReport:
             out["error"] = self.error
         if self.outputs is not None:
             out["outputs"] = self.outputs
+        if self.warnings:
+            out["warnings"] = list(self.warnings)
         return out
 
     def exit_failed(self) -> bool:

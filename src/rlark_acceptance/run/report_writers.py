@@ -393,6 +393,8 @@ def terminal_lines(data: dict[str, Any], path: Path) -> list[str]:
             f"fails at {at}, and they start from it)"
         )
         out += [f"  INCONCLUSIVE [{x['check']}|self-check] {x['scenario']}" for x in inconclusive]
+    for warning in data.get("warnings") or []:
+        out.append(f"warning: {warning}")
     if data["durations"]:
         out.append("durations: " + ", ".join(f"{k} {v:.1f}s" for k, v in data["durations"].items()))
     return out

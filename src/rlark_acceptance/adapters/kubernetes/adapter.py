@@ -1,18 +1,25 @@
 """The ``kubernetes`` target: RLark's Job custom resource on any cluster of a kubeconfig.
 
+- The kubeconfig is read, its context chosen and its API server asked for its version when
+  the adapter opens: a file that cannot be read or parsed, a context it lacks, a server
+  that refuses the connection or its TLS is ``TargetConfigError``, a usage error naming the
+  file (and line), the context or the server (``check_target`` does the same up front).
 - The Job YAML (docs/contract.md §1) is created as is as a ``jobs.rlark.io/v1alpha1`` object in
-  ``profile.target.namespace``; the API server's refusal (400 / 409 / 422) is
-  ``SubmitRejected`` with its message. A manifest naming another namespace is refused by
-  the API server too: nothing is silently moved.
+  ``profile.target.namespace``; the API server's refusal (400 / 403 / 409 / 422) is
+  ``SubmitRejected`` in its own words: status, reason, message (a 403 names the verb, the
+  resource, the namespace and the identity; the remedy names the RBAC file). A manifest
+  naming another namespace is refused by the API server too: nothing is silently moved.
 - The platform turns the Header role into Pods labelled ``rlark.io/job-name`` and
   ``rlark.io/role``; everything about them is read through that label selector.
-- ``observe()`` is event-driven: a list-then-watch of the Job's Pods, a watch of the
-  namespace's Events (kept to those about the Job and its Pods), and, once the Worker's
-  container has started, its followed log. Listing first is what replays the current
-  state (and the log from its start) to an observation started late.
+- ``observe()`` is event-driven (``observer.py``): a list-then-watch of the Job's Pods, a
+  watch of the namespace's Events (kept to those about the Job and its Pods), and, once the
+  Worker's container has started, its followed log, all resumed after a break for as long
+  as the API server is unreachable for less than ``timeouts.apiServer``.
 - ``close()``, an atexit hook and SIGINT / SIGTERM handlers (chained to the previous ones)
-  delete every Job this adapter created; what a run killed outright left behind is removed
-  by the next adapter opened on the namespace (``owner.py``).
+  delete every Job this adapter created; a delete the API server refuses or does not
+  answer is a ``CleanupFailed`` warning of the record naming what is left, never a
+  scenario's error. What a run killed outright left behind is removed by the next adapter
+  opened on the namespace (``owner.py``).
 
 Connection: ``target.kubeconfig`` / ``target.context``; with no kubeconfig, the standard
 loading rules ($KUBECONFIG, ``~/.kube/config``, then the in-cluster service account).
@@ -23,75 +30,178 @@ Job's roles may name; default: the kubeconfig context's cluster), ``delete_timeo
 
 from __future__ import annotations
 
-import contextlib
 import os
+import re
 import threading
 import warnings
 from pathlib import Path
 from typing import Any
 
+import urllib3
 import yaml
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 from rlark_acceptance.adapters import cleanup
 from rlark_acceptance.adapters.base import (
+    CleanupRefused,
     Event,
     JobRef,
     LeftoversRemoved,
     Observation,
     PodStatus,
     SubmitRejected,
+    TargetUnreachable,
 )
 from rlark_acceptance.adapters.kubernetes import owner
+from rlark_acceptance.adapters.kubernetes.observer import Observer
 from rlark_acceptance.adapters.kubernetes.stream import (
+    ApiUnreachable,
     Item,
+    Reach,
     Stopper,
-    api_message,
+    api_refusal,
     call,
-    container_started,
     event_of,
     get_json,
-    is_role,
-    lines,
     list_then_watch,
     pod_status,
-    worker_over,
 )
 from rlark_acceptance.adapters.local.s3 import client as s3_client
+from rlark_acceptance.model.errors import InputError
 from rlark_acceptance.model.inventory import node_from_k8s
 from rlark_acceptance.model.job import JOB_NAME_LABEL, Job, Mount
-from rlark_acceptance.model.profile import NodeSpec, Profile
+from rlark_acceptance.model.profile import DEFAULT_TIMEOUTS, NodeSpec, Profile
 from rlark_acceptance.storage.store import FileStore, S3Store, Store
 
 GROUP, VERSION, PLURAL = "rlark.io", "v1alpha1", "jobs"
 # Each observation holds up to three streams open (Pods, Events, log): room for several.
 POOL_SIZE = 32
+# How long the first request to the API server may take to connect, then to answer.
+PROBE_SECONDS = 10.0
+# The RBAC file a refused request points to: the least-privilege Role the harness needs.
+RBAC_FILE = "deploy/harness-rbac.yaml"
 
 
 class KubernetesAdapterError(RuntimeError):
     """A request this target cannot serve (a Pod that is not the Job's, a volume it cannot read)."""
 
 
-def connect(kubeconfig: str | None, context: str | None) -> tuple[client.ApiClient, str]:
-    """An API client and the name of the cluster it talks to."""
-    cfg = client.Configuration()
+class TargetConfigError(InputError):
+    """The target's kubeconfig cannot be used: unreadable, malformed, no such context, or
+    its API server refuses the connection or its TLS. A usage error: nothing ran."""
+
+
+def _kubeconfig_path(kubeconfig: str | None) -> str | None:
     default = Path(os.path.expanduser("~/.kube/config"))
-    path = (
+    return (
         kubeconfig or os.environ.get("KUBECONFIG") or (str(default) if default.exists() else None)
     )
+
+
+def _read_kubeconfig(path: str) -> None:
+    """Each file of ``path`` (``$KUBECONFIG`` may list several) read and parsed as YAML, so
+    a bad one is named with its line before the client's loader sees it."""
+    for one in (p for p in path.split(os.pathsep) if p):
+        try:
+            text = Path(one).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+            raise TargetConfigError(one, f"the kubeconfig cannot be read: {why}") from None
+        try:
+            doc = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            where = f"{one}:{mark.line + 1}" if mark is not None else one
+            problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+            raise TargetConfigError(where, f"the kubeconfig is not valid YAML: {problem}") from None
+        if doc is not None and not isinstance(doc, dict):
+            raise TargetConfigError(one, "the kubeconfig is not a mapping")
+
+
+def connect(kubeconfig: str | None, context: str | None) -> tuple[client.ApiClient, str, str]:
+    """An API client, the name of the cluster it talks to, and the file it came from.
+
+    Raises ``TargetConfigError`` naming the file (and line), the context or the server."""
+    cfg = client.Configuration()
+    path = _kubeconfig_path(kubeconfig)
     if path:  # may be a list of files ($KUBECONFIG): the loader merges them
-        config.load_kube_config(
-            config_file=path, context=context, client_configuration=cfg, persist_config=False
-        )
-        contexts, active = config.list_kube_config_contexts(config_file=path)
+        _read_kubeconfig(path)
+        try:
+            contexts, active = config.list_kube_config_contexts(config_file=path)
+        except (config.ConfigException, ValueError, KeyError, TypeError) as e:
+            raise TargetConfigError(path, f"the kubeconfig has no usable context: {e}") from None
+        names = [str(c.get("name")) for c in contexts or []]
+        if context and context not in names:
+            raise TargetConfigError(
+                path, f"no context {context!r} (it has: {', '.join(names) or 'none'})"
+            )
+        try:
+            config.load_kube_config(
+                config_file=path, context=context, client_configuration=cfg, persist_config=False
+            )
+        except (config.ConfigException, ValueError, KeyError, TypeError, OSError) as e:
+            name = context or (active or {}).get("name")
+            raise TargetConfigError(path, f"context {name!r} cannot be used: {e}") from None
         chosen = next((c for c in contexts if c["name"] == context), active) if context else active
         cluster = str((chosen or {}).get("context", {}).get("cluster") or "kubernetes")
+        source = path
     else:
-        config.load_incluster_config(client_configuration=cfg)
-        cluster = "in-cluster"
+        try:
+            config.load_incluster_config(client_configuration=cfg)
+        except config.ConfigException as e:
+            raise TargetConfigError("target.kubeconfig", f"no kubeconfig and {e}") from None
+        cluster, source = "in-cluster", "the in-cluster service account"
     cfg.connection_pool_maxsize = POOL_SIZE
-    return client.ApiClient(cfg), cluster
+    return client.ApiClient(cfg), cluster, source
+
+
+def probe(api: client.ApiClient, source: str) -> None:
+    """One request to the API server (its version), no retries: a server that refuses the
+    connection or its TLS is named before anything is submitted."""
+    server = api.configuration.host
+    try:
+        api.call_api(
+            "/version",
+            "GET",
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            _request_timeout=(PROBE_SECONDS, PROBE_SECONDS),
+        ).release_conn()
+    except ApiException as e:
+        if e.status in (401, 403):
+            why = f"does not accept the kubeconfig's credentials ({api_refusal(e)})"
+            raise TargetConfigError(source, f"the API server {server} {why}") from None
+        return  # it answered: other statuses are for the requests that matter to say
+    except urllib3.exceptions.HTTPError as e:
+        reason = getattr(e, "reason", e)
+        if isinstance(reason, urllib3.exceptions.SSLError) or "SSL" in type(reason).__name__:
+            why = f"TLS with {server} failed: {_tls_reason(reason)}"
+        elif isinstance(reason, urllib3.exceptions.NewConnectionError):
+            why = f"the API server {server} refuses connections ({_refusal_reason(reason)})"
+        else:
+            why = f"the API server {server} does not answer ({_refusal_reason(reason)})"
+        raise TargetConfigError(source, why) from None
+
+
+def _refusal_reason(exc: BaseException) -> str:
+    found = re.search(r"\[Errno -?\d+\] ([^'\")\]]+)", str(exc))
+    return found.group(1).strip() if found else type(exc).__name__
+
+
+def _tls_reason(exc: BaseException) -> str:
+    found = re.search(r"\[SSL: [A-Z_]+\] ([^'\"(]+)", str(exc))
+    return found.group(1).strip() if found else str(exc)[:200]
+
+
+def check_target(kubeconfig: str | None, context: str | None) -> None:
+    """The kubeconfig loads and its API server answers (TLS included); else
+    ``TargetConfigError``, a usage error naming the file, the context or the server."""
+    api, _, source = connect(kubeconfig, context)
+    try:
+        probe(api, source)
+    finally:
+        api.close()
 
 
 def _selector(ref: JobRef) -> str:
@@ -105,9 +215,12 @@ class KubernetesAdapter:
         self.profile = profile
         opts = {**profile.target.options, **options}
         self.namespace = profile.target.namespace
-        self.api, kube_cluster = connect(profile.target.kubeconfig, profile.target.context)
+        self.api, kube_cluster, source = connect(profile.target.kubeconfig, profile.target.context)
+        probe(self.api, source)
         self.core = client.CoreV1Api(self.api)
         self.custom = client.CustomObjectsApi(self.api)
+        bound = float(profile.timeouts.get("apiServer", DEFAULT_TIMEOUTS["apiServer"]))
+        self.reach = Reach(str(self.api.configuration.host), bound)
         wanted = opts.get("cluster")
         names = wanted if isinstance(wanted, list) else [wanted] if wanted else [kube_cluster]
         self._clusters = [str(c) for c in names]
@@ -116,6 +229,8 @@ class KubernetesAdapter:
         self._stoppers: dict[tuple[str, str], list[Stopper]] = {}
         # Pod names ever seen per Job: Events stay attributable after the Pods are gone.
         self._pod_names: dict[tuple[str, str], set[str]] = {}
+        # Nodes whose kubelet stopped answering: their Pods' deletion cannot complete.
+        self.lost_nodes: set[str] = set()
         self._lock = threading.RLock()
         cleanup.register(self, signals=opts.get("install_signal_handlers", True))
         self._remove_dead_runs_jobs()
@@ -155,6 +270,13 @@ class KubernetesAdapter:
                 stacklevel=2,
             )
 
+    def left_behind(self, ref: JobRef) -> str:
+        """What may be left on the cluster of a Job this adapter could not delete."""
+        return (
+            f"job {ref.name} and its Pods may be left in namespace {ref.namespace} "
+            f"(kubectl delete jobs.{GROUP} {ref.name} -n {ref.namespace})"
+        )
+
     # --- submit -------------------------------------------------------------------------
     def submit(self, job: Job, manifest: str) -> JobRef:
         try:
@@ -176,17 +298,26 @@ class KubernetesAdapter:
             return created
 
         try:
-            created = call(create)
+            created = call(create, reach=self.reach)
+        except ApiUnreachable as e:
+            # A create may have landed before the server went away.
+            name = (body.get("metadata") or {}).get("name")
+            raise TargetUnreachable(str(e), self.left_behind(JobRef(str(name), ns))) from None
         except ApiException as e:
             if e.status == 409 and attempts > 1:
                 # A retried create whose first attempt did land: it is ours if it is this Job.
                 created = self._get_job(ns, str((body.get("metadata") or {}).get("name")))
                 if created.get("spec") != body.get("spec"):
-                    raise SubmitRejected(api_message(e)) from None
-            elif e.status in (400, 403, 409, 422):
-                # 403: the harness's credentials may not create Jobs here (RBAC names the
-                # verb and resource); refused like an invalid Job, never retried.
-                raise SubmitRejected(api_message(e)) from None
+                    raise SubmitRejected(api_refusal(e)) from None
+            elif e.status == 403:
+                # The harness's credentials may not create Jobs here: the API server names
+                # the verb, resource, namespace and identity. Refused, never retried.
+                raise SubmitRejected(
+                    f"{api_refusal(e)} (the harness's identity needs the Role of "
+                    f"{RBAC_FILE} bound in namespace {ns})"
+                ) from None
+            elif e.status in (400, 409, 422):
+                raise SubmitRejected(api_refusal(e)) from None
             else:
                 raise
         meta = created.get("metadata") or {}
@@ -196,18 +327,34 @@ class KubernetesAdapter:
         return ref
 
     def _get_job(self, ns: str, name: str) -> Item:
-        return get_json(self.custom.get_namespaced_custom_object, GROUP, VERSION, ns, PLURAL, name)
+        return get_json(
+            self.custom.get_namespaced_custom_object,
+            GROUP,
+            VERSION,
+            ns,
+            PLURAL,
+            name,
+            reach=self.reach,
+        )
 
     # --- reading ------------------------------------------------------------------------
     def list_jobs(self, namespace: str) -> list[str]:
         jobs = get_json(
-            self.custom.list_namespaced_custom_object, GROUP, VERSION, namespace, PLURAL
+            self.custom.list_namespaced_custom_object,
+            GROUP,
+            VERSION,
+            namespace,
+            PLURAL,
+            reach=self.reach,
         )
         return sorted(str(j["metadata"]["name"]) for j in jobs.get("items") or [])
 
     def pods(self, ref: JobRef) -> list[PodStatus]:
         listing = get_json(
-            self.core.list_namespaced_pod, ref.namespace, label_selector=_selector(ref)
+            self.core.list_namespaced_pod,
+            ref.namespace,
+            label_selector=_selector(ref),
+            reach=self.reach,
         )
         pods = sorted((pod_status(p) for p in listing.get("items") or []), key=lambda p: p.name)
         self._remember(ref, *(p.name for p in pods))
@@ -227,7 +374,7 @@ class KubernetesAdapter:
 
     def events(self, ref: JobRef) -> list[Event]:
         known = self._remember(ref, *(p.name for p in self.pods(ref)))
-        listing = get_json(self.core.list_namespaced_event, ref.namespace)
+        listing = get_json(self.core.list_namespaced_event, ref.namespace, reach=self.reach)
         found = [event_of(e) for e in listing.get("items") or [] if self._involves(ref, e, known)]
         return sorted(found, key=lambda e: e.time)
 
@@ -243,11 +390,12 @@ class KubernetesAdapter:
             finally:
                 resp.release_conn()
 
-        text: str = call(read)
+        text: str = call(read, reach=self.reach)
         return text
 
     def node_inventory(self) -> list[NodeSpec]:
-        return [node_from_k8s(n) for n in get_json(self.core.list_node).get("items") or []]
+        nodes = get_json(self.core.list_node, reach=self.reach).get("items") or []
+        return [node_from_k8s(n) for n in nodes]
 
     def clusters(self) -> list[str]:
         return list(self._clusters)
@@ -272,21 +420,29 @@ class KubernetesAdapter:
             self._stoppers.setdefault((ref.namespace, ref.name), []).append(stopper)
         try:
             head = (self._get_job(ref.namespace, ref.name).get("spec") or {}).get("headRole")
+        except ApiUnreachable as e:
+            obs.lost(TargetUnreachable(str(e), self.left_behind(ref)))
+            return obs
         except ApiException as e:
             if e.status != 404:
                 raise
             head = None  # the Job is gone already: its remaining Pods still tell
-        _Observer(self, ref, obs, stopper, str(head) if head else None).start()
+        Observer(self, ref, obs, stopper, str(head) if head else None).start()
         return obs
 
     # --- deleting -----------------------------------------------------------------------
     def delete(self, ref: JobRef) -> None:
+        """Delete the Job and its Pods and wait until they are gone.
+
+        Raises ``CleanupRefused`` when the API server refuses the delete (RBAC), and
+        ``TargetUnreachable`` when it does not answer past its bound; either names what is
+        left."""
         try:
             # Background: the Job object goes at once. Foreground would keep it until the
             # garbage collector has handled its Pods, which for a kind the collector has not
             # discovered yet (a CRD installed moments ago) waits for its next resync, 30 s.
             # The Pods are deleted and waited for below, so nothing is left behind.
-            _unless_gone(
+            self._unless_gone(
                 self.custom.delete_namespaced_custom_object,
                 GROUP,
                 VERSION,
@@ -297,38 +453,65 @@ class KubernetesAdapter:
             )
             # Deleting the Pods too makes this independent of how the platform wires their
             # ownership (and of a garbage collector that is slow or absent).
-            _unless_gone(
+            self._unless_gone(
                 self.core.delete_collection_namespaced_pod,
                 ref.namespace,
                 label_selector=_selector(ref),
             )
+            with self._lock:  # asked for: what remains is waited for, never asked again
+                self._created.pop((ref.namespace, ref.name), None)
             self._wait_pods_gone(ref)
+        except ApiUnreachable as e:
+            raise TargetUnreachable(str(e), self.left_behind(ref)) from None
+        except ApiException as e:
+            if e.status != 403:
+                raise
+            raise CleanupRefused(
+                f"{api_refusal(e)}; {self.left_behind(ref)} (the harness's identity needs "
+                f"the Role of {RBAC_FILE}, which may delete jobs and pods)"
+            ) from None
         finally:
             with self._lock:
                 stoppers = self._stoppers.pop((ref.namespace, ref.name), [])
             for s in stoppers:
                 s.stop()
-        with self._lock:  # only once it is gone: close() tries again otherwise
-            self._created.pop((ref.namespace, ref.name), None)
+
+    def _unless_gone(self, fn: Any, *args: Any, **kw: Any) -> None:
+        """A delete request; 404 Not Found means it is done already."""
+        try:
+            call(fn, *args, reach=self.reach, **kw)
+        except ApiException as e:
+            if e.status != 404:
+                raise
 
     def _wait_pods_gone(self, ref: JobRef) -> None:
-        """Watch the Job's Pods until none is left; raise after ``delete_timeout``."""
-        left: set[str] = set()
+        """Watch the Job's Pods until none is left; raise after ``delete_timeout``, or at
+        once when every Pod left is on a node whose kubelet stopped answering (its kubelet
+        must confirm the deletion: they go when it is back)."""
+        left: dict[str, str | None] = {}  # pod -> node
         stopper = Stopper()
+
+        def settled() -> None:
+            if not left or all(n in self.lost_nodes for n in left.values()):
+                stopper.stop()
+
+        def node(pod: Item) -> str | None:
+            return (pod.get("spec") or {}).get("nodeName")
 
         def listed(pods: list[Item]) -> None:
             left.clear()
-            left.update(str(p["metadata"]["name"]) for p in pods)
-            if not left:
-                stopper.stop()
+            left.update((str(p["metadata"]["name"]), node(p)) for p in pods)
+            settled()
 
         def changed(kind: str, pod: Item) -> None:
             if kind == "SYNC":
                 return  # counted by listed()
             name = str(pod["metadata"]["name"])
-            (left.discard if kind == "DELETED" else left.add)(name)
-            if not left:
-                stopper.stop()
+            if kind == "DELETED":
+                left.pop(name, None)
+            else:
+                left[name] = node(pod)
+            settled()
 
         done = threading.Event()
 
@@ -344,241 +527,45 @@ class KubernetesAdapter:
                 changed,
                 stopper,
                 on_list=listed,
+                reach=self.reach,
                 label_selector=_selector(ref),
             )
         finally:
             done.set()
+        stuck = sorted(f"{p} on {n}" for p, n in left.items() if n in self.lost_nodes)
+        if stuck and len(stuck) == len(left):
+            raise KubernetesAdapterError(
+                f"pods of job {ref.name} are marked for deletion on a node whose kubelet "
+                f"does not answer, and go once it is back: {', '.join(stuck)}"
+            )
         if left:
             raise KubernetesAdapterError(
                 f"pods of job {ref.name} still present after {self.delete_timeout:.0f} s: "
                 + ", ".join(sorted(left))
+                + f"; {self.left_behind(ref)}"
             )
 
     def close(self) -> None:
+        """Delete every Job this adapter created. Never raises: a Job that could not be
+        deleted is a ``CleanupFailed`` warning of the record naming what is left (the
+        atexit hook tries once more), never the error of whichever scenario ends last."""
         with self._lock:
             refs = list(self._created.values())
-        errors: list[Exception] = []
+        failed = False
         for ref in refs:  # one Job that cannot be deleted must not keep the others
             try:
                 self.delete(ref)
             except Exception as e:
-                errors.append(e)
+                failed = True
+                what = e if isinstance(e, CleanupRefused | KubernetesAdapterError) else None
+                text = str(what) if what is not None else f"{e}; {self.left_behind(ref)}"
+                if isinstance(e, TargetUnreachable) and e.left:
+                    text = f"{e}; {e.left}"
+                cleanup.note_failure(f"job {ref.name} was not removed: {text}")
         with self._lock:
             stoppers = [s for group in self._stoppers.values() for s in group]
             self._stoppers.clear()
         for s in stoppers:
             s.stop()
-        if errors:
-            raise errors[0]  # still live: the atexit hook tries once more
-        cleanup.unregister(self)
-
-
-def _unless_gone(fn: Any, *args: Any, **kw: Any) -> None:
-    """A delete request; 404 Not Found means it is done already."""
-    try:
-        call(fn, *args, **kw)
-    except ApiException as e:
-        if e.status != 404:
-            raise
-
-
-class _Observer:
-    """The threads of one ``observe()``: Pods, Events, and the Worker's log."""
-
-    def __init__(
-        self,
-        adapter: KubernetesAdapter,
-        ref: JobRef,
-        obs: Observation,
-        stopper: Stopper,
-        head_role: str | None,
-    ) -> None:
-        self.adapter, self.ref, self.obs, self.stopper = adapter, ref, obs, stopper
-        self.head_role = head_role
-        self.not_ours: set[str] = set()
-        self.following: str | None = None
-        self._lock = threading.Lock()
-        # The Worker is over (terminal Pod or container): its observation must end now,
-        # whether or not the followed log stream closes (kwok's never does; a kubelet's
-        # can lag). _cut tells the follower to stop waiting for the stream's end.
-        self._over = False
-        self._ended = False
-        self._cut = threading.Event()
-        self._log_resp: Any = None
-        self._blind = False
-
-    def start(self) -> None:
-        sel = _selector(self.ref)
-        core = self.adapter.core
-        ns = (self.ref.namespace,)
-        pods, events = core.list_namespaced_pod, core.list_namespaced_event
-        self._thread(
-            "pods", list_then_watch, pods, ns, self._on_pod, self.stopper, label_selector=sel
-        )
-        self._thread("events", list_then_watch, events, ns, self._on_event, self.stopper)
-
-    def _thread(self, what: str, fn: Any, *args: Any, **kw: Any) -> None:
-        def run() -> None:
-            try:
-                fn(*args, **kw)
-            except ApiException as e:
-                if self.stopper.stopped:
-                    return
-                if e.status == 403:
-                    self._forbidden(e)
-                else:
-                    self._failed(what, e)
-            except Exception as e:  # reported in the stream, where the observer looks
-                if not self.stopper.stopped:
-                    self._failed(what, e)
-
-        cleanup.spawn(f"k8s-{what}-{self.ref.name}", run)
-
-    def _forbidden(self, e: ApiException) -> None:
-        """The harness's credentials lack a permission: nothing more can be observed, so
-        the Worker's observation ends now, naming the verb and resource the API refused."""
-        with self._lock:
-            self._blind = True  # later Pod states must not hide the refusal
-        self.obs.put_pod(
-            PodStatus(
-                name=f"{self.ref.name}-(not readable)",
-                node=None,
-                phase="Unknown",
-                reason="Forbidden",
-                message=api_message(e),
-            )
-        )
-        self._end_once()
-
-    def _failed(self, what: str, e: Exception) -> None:
-        self.obs.put_event(
-            Event(
-                f"job/{self.ref.name}",
-                "ObserveFailed",
-                f"kubernetes adapter: {what}: {type(e).__name__}: {e}",
-                "Warning",
-                "rlark-acceptance",
-            )
-        )
-
-    def _on_pod(self, kind: str, pod: Item) -> None:
-        if kind == "DELETED" or self._blind:
-            return
-        status = pod_status(pod)
-        self.adapter._remember(self.ref, status.name)
-        self.obs.put_pod(status)
-        with self._lock:
-            start = (
-                self.following is None
-                and is_role(status, self.head_role)
-                and container_started(pod)
-            )
-            if start:
-                self.following = status.name
-        if start:
-            self._thread("log", self._follow, status.name)
-        if is_role(status, self.head_role) and worker_over(pod):
-            self._worker_over()
-
-    def _end_once(self) -> None:
-        with self._lock:
-            if self._ended:
-                return
-            self._ended = True
-        self.obs.end()
-
-    def _worker_over(self) -> None:
-        """End the observation once the Worker can print nothing more."""
-        with self._lock:
-            if self._over:
-                return
-            self._over = True
-            following = self.following
-        if following is None:  # its container never started: there is no log to read
-            self._end_once()
-            return
-
-        # The container has exited, so its log is complete: stop following (a kubelet
-        # closes the stream only at its next check, kwok never) and read the rest of it
-        # in one request.
-        self._cut.set()
-        resp = self._log_resp
-        if resp is not None:
-            with contextlib.suppress(Exception):
-                resp.shutdown()
-
-    def _on_event(self, kind: str, ev: Item) -> None:
-        if kind == "DELETED":  # Events expire; that is not news
-            return
-        inv = ev.get("involvedObject") or {}
-        name = str(inv.get("name", ""))
-        known = self.adapter._remember(self.ref)
-        if inv.get("kind") == "Pod" and name not in known and name not in self.not_ours:
-            # An Event can arrive before its Pod's watch event: ask the Pod itself.
-            try:
-                pod = get_json(self.adapter.core.read_namespaced_pod, name, self.ref.namespace)
-                labels = (pod.get("metadata") or {}).get("labels") or {}
-                ours = labels.get(JOB_NAME_LABEL) == self.ref.name
-            except ApiException:
-                ours = False
-            if ours:
-                known = self.adapter._remember(self.ref, name)
-            else:
-                self.not_ours.add(name)
-        if self.adapter._involves(self.ref, ev, known):
-            self.obs.put_event(event_of(ev))
-
-    def _follow(self, pod: str) -> None:
-        """Put each log line of the Worker as it is written; ``end()`` when the log ends.
-
-        A stream broken mid-way is opened again from the start and the lines already
-        delivered are skipped, so each line arrives once. Once the Worker is over and the
-        stream still has not closed, the rest of the log is read in one request."""
-        delivered = 0
-        broken = 0
-        while not self.stopper.stopped and not self._cut.is_set():
-            resp = call(
-                self.adapter.core.read_namespaced_pod_log,
-                pod,
-                self.ref.namespace,
-                follow=True,
-                _preload_content=False,
-                _request_timeout=(10, None),
-                stop=self.stopper.event,
-            )
-            if not self.stopper.register(resp):
-                return
-            self._log_resp = resp
-            if self._cut.is_set():  # cut between the request and now
-                break
-            try:
-                skip = delivered
-                for line in lines(resp):
-                    if self._cut.is_set():
-                        break  # this line may be cut short: the catch-up read has it
-                    if skip:
-                        skip -= 1
-                        continue
-                    delivered += 1
-                    broken = 0
-                    self.obs.put_line(line)
-                break  # the kubelet closed the log: the container has exited
-            except Exception:
-                if self.stopper.stopped:
-                    return
-                if self._cut.is_set():
-                    break
-                broken += 1
-                if broken >= 5:
-                    raise
-                self.stopper.event.wait(min(3.0, 0.2 * 2**broken))
-            finally:
-                self._log_resp = None
-                self.stopper.unregister(resp)
-        if self.stopper.stopped:
-            return
-        if self._cut.is_set():
-            with contextlib.suppress(Exception):
-                for line in self.adapter.logs(self.ref, pod).splitlines()[delivered:]:
-                    self.obs.put_line(line)
-        self._end_once()
+        if not failed:
+            cleanup.unregister(self)

@@ -1,10 +1,13 @@
 """Reading a Kubernetes API event by event: list-then-watch loops, log following, retries.
 
 Used by the ``kubernetes`` adapter. Every request goes through ``call``: transient failures
-(connection refused / reset, HTTP 429 and 5xx) are retried a bounded number of times with
-backoff; a 4xx is an answer and is raised at once. Long-lived responses (watches, followed
-logs) are registered with a ``Stopper``, whose ``stop()`` shuts their sockets down so a
-thread blocked reading one returns at once instead of at its next event.
+(connection refused / reset, HTTP 429 and 5xx) are retried with backoff; a 4xx is an answer
+and is raised at once. With a ``Reach`` (one per adapter), retries go on for as long as the
+API server has been unanswering for less than its bound (``timeouts.apiServer``), and past
+it a request fails at once with ``ApiUnreachable``: an outage of a few seconds (an API
+server restarted) is ridden out, one that lasts is named as such. Long-lived responses
+(watches, followed logs) are registered with a ``Stopper``, whose ``stop()`` shuts their
+sockets down so a thread blocked reading one returns at once instead of at its next event.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any
@@ -27,10 +31,13 @@ from tenacity import (
 )
 from tenacity.stop import stop_base
 
-from rlark_acceptance.adapters.base import Event, PodStatus
+from rlark_acceptance.adapters.base import Event, PodStatus, TargetUnreachable
 from rlark_acceptance.model.job import ROLE_LABEL
 
 TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504})
+# An API server that has just come back answers 401 / 403 until its authentication and
+# RBAC caches are loaded: refusals this soon after an outage are retried, not verdicts.
+RECOVERY_SECONDS = 15.0
 MAX_ATTEMPTS = 5
 # A watch request is closed by the server after this long and re-opened from the last
 # resourceVersion seen, so a watch never silently outlives a dead connection for long.
@@ -46,22 +53,130 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, urllib3.exceptions.HTTPError | ConnectionError)
 
 
-def call(fn: Callable[..., Any], *args: Any, stop: threading.Event | None = None, **kw: Any) -> Any:
-    """``fn(*args, **kw)``, retried on transient failures only, at most MAX_ATTEMPTS times."""
-    until: stop_base = stop_after_attempt(MAX_ATTEMPTS)
+class ApiUnreachable(TargetUnreachable):
+    """The API server has not answered for longer than its bound (``timeouts.apiServer``)."""
+
+
+class Reach:
+    """Since when the API server has not answered, shared by every request of one adapter:
+    an answer from any of them (an error status too) clears it."""
+
+    def __init__(self, server: str, bound: float) -> None:
+        self.server = server
+        self.bound = bound
+        self._since: float | None = None
+        self._back_at: float | None = None
+        self._last: BaseException | None = None
+        self._lock = threading.Lock()
+
+    def answered(self) -> None:
+        with self._lock:
+            if self._since is not None:
+                self._back_at = time.monotonic()
+            self._since = None
+
+    def recovering(self) -> bool:
+        """The API server came back moments ago (its caches may still be loading)."""
+        with self._lock:
+            back = self._back_at
+        return back is not None and time.monotonic() - back < RECOVERY_SECONDS
+
+    def transient(self, exc: BaseException) -> bool:
+        """Retried: a transport error, 429 / 5xx, or a refusal while the server recovers."""
+        if is_transient(exc):
+            return True
+        if isinstance(exc, ApiException) and exc.status in (401, 403):
+            self.answered()
+            return self.recovering()
+        return False
+
+    def failed(self, exc: BaseException) -> None:
+        with self._lock:
+            if self._since is None:
+                self._since = time.monotonic()
+            self._last = exc
+
+    def down_for(self) -> float:
+        with self._lock:
+            return 0.0 if self._since is None else time.monotonic() - self._since
+
+    @property
+    def lost(self) -> bool:
+        return self._since is not None and self.down_for() >= self.bound
+
+    def error(self) -> ApiUnreachable:
+        last = self._last
+        why = f": {_short(last)}" if last is not None else ""
+        return ApiUnreachable(
+            f"the Kubernetes API server {self.server} is unreachable: no answer for "
+            f"{self.down_for():.0f} s (timeouts.apiServer is {self.bound:.0f} s){why}"
+        )
+
+
+def _short(exc: BaseException) -> str:
+    """The innermost reason of a urllib3 error ("Connection refused"), else the error."""
+    reason = getattr(exc, "reason", None)
+    while reason is not None and getattr(reason, "reason", None) is not None:
+        reason = reason.reason
+    text = str(reason if isinstance(reason, BaseException) else exc)
+    if isinstance(exc, ApiException):
+        text = f"HTTP {exc.status} {exc.reason}"
+    return text.split(": ", 1)[-1][:200] if "object at 0x" in text else text[:200]
+
+
+class _unreachable_past_bound(stop_base):
+    def __init__(self, reach: Reach) -> None:
+        self.reach = reach
+
+    def __call__(self, retry_state: Any) -> bool:
+        return self.reach.lost
+
+
+def call(
+    fn: Callable[..., Any],
+    *args: Any,
+    stop: threading.Event | None = None,
+    reach: Reach | None = None,
+    **kw: Any,
+) -> Any:
+    """``fn(*args, **kw)``, retried on transient failures only: at most MAX_ATTEMPTS times,
+    or with ``reach``, until the API server has been unreachable past its bound (then
+    ``ApiUnreachable``; a request made after that is tried once)."""
+    until: stop_base = (
+        stop_after_attempt(MAX_ATTEMPTS) if reach is None else _unreachable_past_bound(reach)
+    )
     if stop is not None:
         until = until | stop_when_event_set(stop)
+
+    def note(state: Any) -> None:
+        exc = state.outcome.exception() if state.outcome is not None else None
+        if reach is not None and exc is not None and is_transient(exc):
+            reach.failed(exc)
+
     retrying = Retrying(
-        retry=retry_if_exception(is_transient),
+        retry=retry_if_exception(is_transient if reach is None else reach.transient),
         stop=until,
-        wait=wait_exponential(multiplier=0.2, max=3.0),
+        wait=wait_exponential(multiplier=0.2, max=2.0),
+        after=note,
         reraise=True,
     )
-    return retrying(fn, *args, **kw)
+    try:
+        result = retrying(fn, *args, **kw)
+    except Exception as e:
+        if reach is not None and is_transient(e) and reach.lost:
+            raise reach.error() from e
+        raise
+    if reach is not None:
+        reach.answered()
+    return result
 
 
 def get_json(
-    fn: Callable[..., Any], *args: Any, stop: threading.Event | None = None, **kw: Any
+    fn: Callable[..., Any],
+    *args: Any,
+    stop: threading.Event | None = None,
+    reach: Reach | None = None,
+    **kw: Any,
 ) -> Item:
     """One API answer as the server's JSON (camelCase keys, as ``kubectl -o json`` shows)."""
 
@@ -73,7 +188,7 @@ def get_json(
         finally:
             resp.release_conn()
 
-    result: Item = call(once, stop=stop)
+    result: Item = call(once, stop=stop, reach=reach)
     return result
 
 
@@ -86,6 +201,22 @@ def api_message(exc: ApiException) -> str:
     except (TypeError, ValueError):
         pass
     return f"HTTP {exc.status} {exc.reason}"
+
+
+def api_refusal(exc: ApiException) -> str:
+    """A refusal as the API server states it: status, reason and message
+    (``403 Forbidden: jobs.rlark.io is forbidden: User "..." cannot create resource ...``)."""
+    reason = exc.reason
+    try:
+        body = json.loads(exc.body or "")
+        if isinstance(body, dict) and body.get("reason"):
+            reason = str(body["reason"])
+    except (TypeError, ValueError):
+        pass
+    message = api_message(exc)
+    if message == f"HTTP {exc.status} {exc.reason}":
+        return message
+    return f"{exc.status} {reason}: {message}"
 
 
 class Stopper:
@@ -125,16 +256,23 @@ class Stopper:
                 resp.shutdown()
 
 
-def lines(resp: Any) -> Iterator[str]:
-    """The lines of a streamed body as they arrive (a last line without newline too)."""
+def batches(resp: Any) -> Iterator[list[str]]:
+    """The lines of a streamed body as they arrive, a batch per chunk read (a last line
+    without newline too): a log is handed on a chunk at a time, not a line at a time."""
     buf = b""
     for chunk in resp.stream(amt=None, decode_content=False):
         buf += chunk if isinstance(chunk, bytes) else str(chunk).encode()
         *done, buf = buf.split(b"\n")
-        for raw in done:
-            yield raw.decode("utf-8", "replace")
+        if done:
+            yield b"\n".join(done).decode("utf-8", "replace").split("\n")
     if buf:
-        yield buf.decode("utf-8", "replace")
+        yield [buf.decode("utf-8", "replace")]
+
+
+def lines(resp: Any) -> Iterator[str]:
+    """The lines of a streamed body as they arrive (a last line without newline too)."""
+    for batch in batches(resp):
+        yield from batch
 
 
 def list_then_watch(
@@ -143,18 +281,22 @@ def list_then_watch(
     on_item: Callable[[str, Item], None],
     stopper: Stopper,
     on_list: Callable[[list[Item]], None] | None = None,
+    reach: Reach | None = None,
     **kw: Any,
 ) -> None:
     """``on_item("SYNC", obj)`` for every object listed (then ``on_list(items)``), then
     ``on_item(type, obj)`` per watch event (ADDED, MODIFIED, DELETED) from the list's
     resourceVersion; the list is taken again (and replayed) when the server answers 410
-    Gone. Returns once stopped."""
+    Gone. A watch broken by the transport is opened again from the last resourceVersion
+    seen: with ``reach``, for as long as the API server is unreachable for less than its
+    bound (then ``ApiUnreachable``); without, MAX_ATTEMPTS times in a row. Returns once
+    stopped."""
     rv: str | None = None
     broken = 0  # watch streams broken in a row without delivering anything
     while not stopper.stopped:
         if rv is None:
             try:
-                listing = get_json(list_fn, *args, stop=stopper.event, **kw)
+                listing = get_json(list_fn, *args, stop=stopper.event, reach=reach, **kw)
             except Exception:
                 if stopper.stopped:
                     return
@@ -179,6 +321,7 @@ def list_then_watch(
                 _request_timeout=(10, WATCH_SECONDS + 30),
                 _preload_content=False,
                 stop=stopper.event,
+                reach=reach,
                 **kw,
             )
         except ApiException as e:
@@ -213,9 +356,13 @@ def list_then_watch(
             if not isinstance(e, urllib3.exceptions.HTTPError | OSError) and not is_transient(e):
                 raise
             broken += 1
-            if broken >= MAX_ATTEMPTS:
+            if reach is not None:
+                reach.failed(e)  # the next request tells whether the server is back
+                if reach.lost:
+                    raise reach.error() from e
+            elif broken >= MAX_ATTEMPTS:
                 raise
-            stopper.event.wait(min(3.0, 0.2 * 2**broken))
+            stopper.event.wait(min(2.0, 0.2 * 2**broken))
         finally:
             stopper.unregister(resp)
 

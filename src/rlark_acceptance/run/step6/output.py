@@ -16,9 +16,9 @@ import posixpath
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from rlark_acceptance.adapters.base import Adapter
+from rlark_acceptance.adapters.base import Adapter, CleanupRefused, TargetUnreachable
 from rlark_acceptance.model.job import Job, mount_for
-from rlark_acceptance.run.step6.run import pod_over
+from rlark_acceptance.run.step6.run import pod_over, unreachable_text
 from rlark_acceptance.storage import CheckpointReport, Store, StoreError, snapshot
 from rlark_acceptance.storage import verify_checkpoints as _verify
 
@@ -138,7 +138,27 @@ class Output:
         rec.durations["output"] = run.since()
         if self.delete_after:
             assert rec.ref is not None
-            run.adapter.delete(rec.ref)
+            try:
+                run.adapter.delete(rec.ref)
+            except TargetUnreachable as exc:
+                raise run.fail(
+                    "6.5",
+                    "the Worker could not be deleted to read the checkpoint again: "
+                    + unreachable_text(exc),
+                ) from None
+            except CleanupRefused as exc:
+                # The target refused the clean-up, not the Worker its outputs: the verdict
+                # stands, and the record warns of what is left.
+                rec.worker_left = f"the Worker could not be deleted: {exc}"
+                rec.warnings.append(rec.worker_left)
+                run.done(
+                    "6.5",
+                    "passed",
+                    f"{loc.where}: global_step_{report.latest_step} intact "
+                    f"({', '.join(report.formats)}); not read again after the Worker was "
+                    "gone: it could not be deleted (see the record's warnings)",
+                )
+                return
             run.worker_deleted = True
             again = self.verify(run, loc, "after the Worker was deleted")
             rec.checkpoint_after_delete = again

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal, cast
 
+from rlark_acceptance.adapters.base import CleanupRefused, TargetUnreachable
 from rlark_acceptance.model.errors import InputError
 from rlark_acceptance.model.profile import Profile
 from rlark_acceptance.storage import ObjectNotFound, Removable, StoreError
@@ -58,8 +59,18 @@ def settle_outputs(run: Step6Run, loc: Location | str, policy: KeepOutputs) -> N
             rec.outputs_kept = f"{loc.where} ({len(written)} objects written by this run)"
             return
         if rec.ref is not None and not run.worker_deleted:
-            run.adapter.delete(rec.ref)  # a Worker still writing would write them again
-            run.worker_deleted = True
+            try:  # a Worker still writing would write them again
+                run.adapter.delete(rec.ref)
+            except (CleanupRefused, TargetUnreachable) as exc:
+                rec.worker_left = rec.worker_left or f"the Worker could not be deleted: {exc}"
+            else:
+                run.worker_deleted = True
+        if rec.worker_left is not None:
+            rec.outputs_kept = (
+                f"{loc.where} ({len(written)} objects written by this run; kept: the Worker "
+                "could not be deleted and may still write)"
+            )
+            return
         loc.store.delete(written)
         rec.outputs_removed = len(written)
     except StoreError as exc:

@@ -94,6 +94,9 @@ class RunRecord:
     outputs_kept: str | None = None
     outputs_removed: int = 0
     interrupted: bool = False  # SIGINT / SIGTERM ended the run; what was submitted is gone
+    # What the record warns of without a check failing: a clean-up the target refused.
+    warnings: list[str] = field(default_factory=list)
+    worker_left: str | None = None  # why the Worker could not be deleted (then still there)
 
     def __repr__(self) -> str:  # the log and the Job may hold secrets: reprs reach reports
         phases = {c: p.status for c, p in self.phases.items()}

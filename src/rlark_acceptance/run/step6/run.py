@@ -17,7 +17,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
-from rlark_acceptance.adapters.base import FATAL_REASONS, Adapter, Event, Happening, PodStatus
+from rlark_acceptance.adapters.base import (
+    FATAL_REASONS,
+    Adapter,
+    Event,
+    Happening,
+    PodStatus,
+    TargetUnreachable,
+)
 from rlark_acceptance.run.step6.log import LogReader
 from rlark_acceptance.run.step6.record import PhaseResult, RunRecord, Status
 
@@ -88,6 +95,10 @@ def pod_over(pod: PodStatus | None) -> bool:
     )
 
 
+def unreachable_text(cause: TargetUnreachable) -> str:
+    return f"{cause}; {cause.left}" if cause.left else str(cause)
+
+
 def pod_text(pod: PodStatus | None) -> str:
     if pod is None:
         return "no Pod status"
@@ -130,6 +141,7 @@ class Step6Run:
         self.now = self.t0  # when the latest happening happened
         self.warning: Event | None = None  # the latest Warning Event (FailedMount...)
         self.worker_deleted = False
+        self.lost: TargetUnreachable | None = None  # the target stopped answering
         self.log = LogReader(self, signal, validated)
 
     # --- results ------------------------------------------------------------------------
@@ -164,6 +176,8 @@ class Step6Run:
         elif item.kind == "end":
             self.ended = True
             self.over_at = self.over_at or item.at
+        elif item.kind == "lost" and item.lost is not None:
+            self.lost = self.lost or item.lost
 
     def worker_over(self) -> bool:
         """The Worker can print nothing more: its log ended, or its Pod is over."""
@@ -195,6 +209,10 @@ class Step6Run:
         ticked = start
         while True:
             verdict = phase.verdict(self)
+            if verdict is None and self.lost is not None:
+                # Not the Worker's fault: what stopped answering is named, and what may be left.
+                self.rec.fault_at = self.since(self.now)
+                raise self.fail(phase.check, unreachable_text(self.lost))
             if verdict is None and self.worker_over():
                 self.settle()
                 verdict = phase.verdict(self)  # lines that were still in flight

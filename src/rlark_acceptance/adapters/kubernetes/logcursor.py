@@ -1,0 +1,178 @@
+"""Where the Worker's log was read up to, so a log read again resumes without a line lost or
+doubled, and says when the kubelet rotated lines away before they were read.
+
+The log is requested with ``timestamps=true``: the kubelet prefixes every line with the
+time the container runtime stamped it with (RFC 3339, nanoseconds). A stream opened again
+asks for ``sinceTime`` = the last line's second (the API server passes whole seconds to the
+kubelet), and the lines up to and including the last one delivered are skipped by their
+stamp; lines sharing that stamp are counted, so none is skipped that was not delivered.
+
+If the first line of a resumed read is already later than the last line delivered, that
+line is no longer in the file the kubelet serves: it rotated the log (at
+``containerLogMaxSize``) and the lines between may be gone (rotated files are not served).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote
+
+
+def stamp_key(stamp: str) -> tuple[float, int]:
+    """A CRI stamp as (whole seconds since the epoch, nanoseconds): comparable, unlike the
+    text (RFC3339Nano drops trailing zeros of the fraction)."""
+    head, dot, rest = stamp.partition(".")
+    frac, tz = "", ""
+    if dot:
+        digits = len(rest) - len(rest.lstrip("0123456789"))
+        frac, tz = rest[:digits], rest[digits:]
+    else:
+        for sign in ("Z", "+", "-"):
+            at = head.find(sign, 19)
+            if at != -1:
+                head, tz = head[:at], head[at:]
+                break
+    base = datetime.fromisoformat(head + (tz.replace("Z", "+00:00") or "+00:00"))
+    return base.timestamp(), int((frac + "000000000")[:9])
+
+
+def since_time(stamp: str) -> str:
+    """``sinceTime`` for a read that includes the line stamped ``stamp`` (whole seconds, UTC)."""
+    seconds, _ = stamp_key(stamp)
+    return datetime.fromtimestamp(int(seconds), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class Gap:
+    """Lines the kubelet no longer had when the log was read again."""
+
+    after: str  # the stamp of the last line delivered
+    before: str  # the stamp of the first line it still had
+
+
+class LogCursor:
+    """The stamp of the last line delivered and how many delivered lines carry it.
+
+    A log served without stamps (a kubelet stand-in that ignores ``timestamps``) is
+    resumed by count instead: read from its start, the lines delivered already skipped."""
+
+    def __init__(self) -> None:
+        self.stamp: str | None = None
+        self.same = 0
+        self.delivered = 0
+        self.stamped: bool | None = None  # known from the first line read
+        self._skip_key: tuple[float, int] | None = None
+        self._skip_same = 0
+        self._skip_count = 0
+        self._first = False
+
+    def since(self) -> str | None:
+        return since_time(self.stamp) if self.stamped and self.stamp else None
+
+    def resume(self) -> None:
+        """A new read of the log starts: skip what was delivered already."""
+        self._first = True
+        self._skip_key = stamp_key(self.stamp) if self.stamped and self.stamp else None
+        self._skip_same = self.same
+        self._skip_count = self.delivered if self.stamped is False else 0
+
+    def _resuming(self) -> bool:
+        """This read may still repeat what was delivered (or its kind is not known yet)."""
+        return (
+            self._first
+            or self.stamped is None
+            or self._skip_key is not None
+            or (self.stamped is False and self._skip_count > 0)
+        )
+
+    def take_batch(self, batch: list[str]) -> tuple[list[str], Gap | None]:
+        """``take`` for a batch of lines: their new texts, and the gap they show."""
+        texts: list[str] = []
+        gap = None
+        i = 0
+        while i < len(batch) and self._resuming():  # line by line, as take()
+            text, found = self.take(batch[i])
+            i += 1
+            gap = gap or found
+            if text is not None:
+                texts.append(text)
+        rest = batch[i:] if i else batch
+        if not rest:
+            return texts, gap
+        self.delivered += len(rest)
+        if not self.stamped:
+            texts.extend(rest)
+            return texts, gap
+        # Past what was delivered: the texts, and the last stamp with how many lines carry it.
+        parts = [raw.partition(" ") for raw in rest]
+        last = parts[-1][0]
+        same = 0
+        for stamp, _, _ in reversed(parts):
+            if stamp != last:
+                break
+            same += 1
+        if same == len(parts) and last == self.stamp:
+            self.same += same
+        else:
+            self.stamp, self.same = last, same
+        texts.extend(p[2] for p in parts)
+        return texts, gap
+
+    def take(self, raw: str) -> tuple[str | None, Gap | None]:
+        """The line's text if it is new (else None), and the gap it shows, if any."""
+        first, self._first = self._first, False
+        if self.stamped is None:
+            try:
+                stamp_key(raw.partition(" ")[0])
+                self.stamped = True
+            except ValueError:
+                self.stamped, self._skip_count = False, 0
+        if not self.stamped:
+            if self._skip_count > 0:
+                self._skip_count -= 1
+                return None, None
+            self.delivered += 1
+            return raw, None
+        stamp, _, text = raw.partition(" ")
+        gap = None
+        if self._skip_key is not None:
+            try:
+                key = stamp_key(stamp)
+            except ValueError:  # a line the runtime did not stamp: taken as the last one's
+                key = self._skip_key
+            if key < self._skip_key or (key == self._skip_key and self._skip_same > 0):
+                if key == self._skip_key:
+                    self._skip_same -= 1
+                return None, None
+            if first and self.stamp is not None:
+                gap = Gap(self.stamp, stamp)  # the last line delivered is gone from the file
+            self._skip_key = None
+        if stamp == self.stamp:
+            self.same += 1
+        else:
+            self.stamp, self.same = stamp, 1
+        self.delivered += 1
+        return text, gap
+
+
+def open_log(
+    api: Any, namespace: str, pod: str, *, follow: bool, since: str | None, timeout: Any
+) -> Any:
+    """The Pod's log with stamps, streamed (``read_namespaced_pod_log`` has no
+    ``sinceTime``; the API server takes it as a query parameter)."""
+    query: list[tuple[str, str]] = [("timestamps", "true")]
+    if follow:
+        query.append(("follow", "true"))
+    if since:
+        query.append(("sinceTime", since))
+    return api.call_api(
+        f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(pod)}/log",
+        "GET",
+        query_params=query,
+        header_params={"Accept": "*/*"},
+        auth_settings=["BearerToken"],
+        _preload_content=False,
+        _request_timeout=timeout,
+    )

@@ -1,0 +1,395 @@
+"""The threads of one ``observe()`` on the ``kubernetes`` target: Pods, Events, the Worker's log.
+
+- Pods and Events: list-then-watch, resumed from the last resourceVersion after any break
+  for as long as the API server is unreachable for less than ``timeouts.apiServer``; past
+  it, the observation is ``lost()``, naming the API server and what may be left.
+- The Worker's log: followed with the kubelet's stamps (``logcursor.py``), so a stream
+  broken by the API server or the kubelet resumes where it stopped, no line lost or
+  doubled. When the API server answers but the node's kubelet does not for
+  ``KUBELET_SECONDS``, the observation is ``lost()``, naming the node and its state.
+- The Worker's terminal Pod status is held back until its log has been read to the end:
+  a Worker that printed a lot just before it ended is judged on every line it printed,
+  not on the lines that happened to be read when its Pod turned Succeeded. The log is read
+  as a stream, line by line; nothing of it is kept here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+import urllib3
+from kubernetes.client.exceptions import ApiException
+
+from rlark_acceptance.adapters import cleanup
+from rlark_acceptance.adapters.base import (
+    Event,
+    JobRef,
+    Observation,
+    PodStatus,
+    TargetUnreachable,
+)
+from rlark_acceptance.adapters.kubernetes.logcursor import Gap, LogCursor, open_log, stamp_key
+from rlark_acceptance.adapters.kubernetes.stream import (
+    Item,
+    Stopper,
+    api_message,
+    batches,
+    container_started,
+    event_of,
+    get_json,
+    is_role,
+    list_then_watch,
+    pod_status,
+    worker_over,
+)
+from rlark_acceptance.model.job import JOB_NAME_LABEL
+
+if TYPE_CHECKING:
+    from rlark_acceptance.adapters.kubernetes.adapter import KubernetesAdapter
+
+# The API server answers but cannot reach the node's kubelet for this long: the node is
+# named as lost (a kubelet restarting takes a second or two).
+KUBELET_SECONDS = 5.0
+# A Worker that is over and whose followed log delivered nothing for this long: the rest is
+# read in one request (kwok never closes a followed log; a kubelet closes it at its next
+# check after the container's end).
+IDLE_SECONDS = 1.0
+
+
+class Observer:
+    """The threads of one ``observe()``: Pods, Events, and the Worker's log."""
+
+    def __init__(
+        self,
+        adapter: KubernetesAdapter,
+        ref: JobRef,
+        obs: Observation,
+        stopper: Stopper,
+        head_role: str | None,
+    ) -> None:
+        self.adapter, self.ref, self.obs, self.stopper = adapter, ref, obs, stopper
+        self.head_role = head_role
+        self.not_ours: set[str] = set()
+        self.following: str | None = None
+        self.node: str | None = None  # the Worker's node, once bound
+        self._lock = threading.Lock()
+        # The Worker is over (terminal Pod or container). Its observation ends once its log
+        # has been read to the end: _cut tells the follower to stop waiting on a stream
+        # that has gone idle and read the rest in one request.
+        self._over = False
+        self._ended = False
+        self._lost = False
+        self._log_done = False
+        self._held: PodStatus | None = None  # the terminal status, until the log is read
+        self._cut = threading.Event()
+        self._log_resp: Any = None
+        self._last_data = time.monotonic()
+        self._blind = False
+
+    def start(self) -> None:
+        sel = f"{JOB_NAME_LABEL}={self.ref.name}"
+        core = self.adapter.core
+        ns = (self.ref.namespace,)
+        pods, events = core.list_namespaced_pod, core.list_namespaced_event
+        reach = self.adapter.reach
+        self._thread(
+            "pods",
+            list_then_watch,
+            pods,
+            ns,
+            self._on_pod,
+            self.stopper,
+            reach=reach,
+            label_selector=sel,
+        )
+        self._thread(
+            "events", list_then_watch, events, ns, self._on_event, self.stopper, reach=reach
+        )
+
+    def _thread(self, what: str, fn: Any, *args: Any, **kw: Any) -> None:
+        def run() -> None:
+            try:
+                fn(*args, **kw)
+            except TargetUnreachable as e:
+                if not self.stopper.stopped:
+                    self._gone(e)
+            except ApiException as e:
+                if self.stopper.stopped:
+                    return
+                if e.status == 403:
+                    self._forbidden(e)
+                else:
+                    self._failed(what, e)
+            except Exception as e:  # reported in the stream, where the observer looks
+                if not self.stopper.stopped:
+                    self._failed(what, e)
+
+        cleanup.spawn(f"k8s-{what}-{self.ref.name}", run)
+
+    def _gone(self, cause: TargetUnreachable) -> None:
+        """The API server or the node stopped answering past its bound: said once."""
+        with self._lock:
+            if self._lost:
+                return
+            self._lost = True
+        left = cause.left or self.adapter.left_behind(self.ref)
+        self.obs.lost(TargetUnreachable(str(cause), left))
+
+    def _forbidden(self, e: ApiException) -> None:
+        """The harness's credentials lack a permission: nothing more can be observed, so
+        the Worker's observation ends now, naming the verb and resource the API refused."""
+        with self._lock:
+            self._blind = True  # later Pod states must not hide the refusal
+        self.obs.put_pod(
+            PodStatus(
+                name=f"{self.ref.name}-(not readable)",
+                node=None,
+                phase="Unknown",
+                reason="Forbidden",
+                message=api_message(e),
+            )
+        )
+        self._end_once()
+
+    def _failed(self, what: str, e: Exception) -> None:
+        self.obs.put_event(
+            Event(
+                f"job/{self.ref.name}",
+                "ObserveFailed",
+                f"kubernetes adapter: {what}: {type(e).__name__}: {e}",
+                "Warning",
+                "rlark-acceptance",
+            )
+        )
+
+    def _on_pod(self, kind: str, pod: Item) -> None:
+        if kind == "DELETED" or self._blind:
+            return
+        status = pod_status(pod)
+        self.adapter._remember(self.ref, status.name)
+        head = is_role(status, self.head_role)
+        over = head and worker_over(pod)
+        with self._lock:
+            start = self.following is None and head and container_started(pod)
+            if start:
+                self.following = status.name
+            if head and status.node:
+                self.node = status.node
+            # Held back while the log is still being read: put once it has been.
+            hold = over and self.following is not None and not self._log_done
+            if hold:
+                self._held = status
+        if not hold:
+            self.obs.put_pod(status)
+        if start:
+            self._thread("log", self._follow, status.name)
+        if over:
+            self._worker_over()
+
+    def _end_once(self) -> None:
+        with self._lock:
+            if self._ended:
+                return
+            self._ended = True
+        self.obs.end()
+
+    def _log_read(self) -> None:
+        """The Worker's log has been read to its end (or can be read no more): its held
+        terminal status goes out, then the end."""
+        with self._lock:
+            self._log_done = True
+            held, self._held = self._held, None
+        if held is not None:
+            self.obs.put_pod(held)
+        self._end_once()
+
+    def _worker_over(self) -> None:
+        """End the observation once the Worker can print nothing more."""
+        with self._lock:
+            if self._over:
+                return
+            self._over = True
+            following = self.following
+        if following is None:  # its container never started: there is no log to read
+            self._end_once()
+            return
+        cleanup.spawn(f"k8s-log-idle-{self.ref.name}", self._cut_when_idle)
+
+    def _cut_when_idle(self) -> None:
+        """The container has exited, so its log is complete: once the followed stream has
+        delivered nothing for IDLE_SECONDS, stop following and read the rest at once."""
+        while not self.stopper.stopped and not self._log_done:
+            idle = time.monotonic() - self._last_data
+            if idle >= IDLE_SECONDS:
+                self._cut.set()
+                resp = self._log_resp
+                if resp is not None:
+                    with contextlib.suppress(Exception):
+                        resp.shutdown()
+                return
+            self.stopper.event.wait(IDLE_SECONDS - idle + 0.05)
+
+    def _on_event(self, kind: str, ev: Item) -> None:
+        if kind == "DELETED":  # Events expire; that is not news
+            return
+        inv = ev.get("involvedObject") or {}
+        name = str(inv.get("name", ""))
+        known = self.adapter._remember(self.ref)
+        if inv.get("kind") == "Pod" and name not in known and name not in self.not_ours:
+            # An Event can arrive before its Pod's watch event: ask the Pod itself.
+            try:
+                pod = get_json(self.adapter.core.read_namespaced_pod, name, self.ref.namespace)
+                labels = (pod.get("metadata") or {}).get("labels") or {}
+                ours = labels.get(JOB_NAME_LABEL) == self.ref.name
+            except Exception:
+                ours = False
+            if ours:
+                known = self.adapter._remember(self.ref, name)
+            else:
+                self.not_ours.add(name)
+        if self.adapter._involves(self.ref, ev, known):
+            self.obs.put_event(event_of(ev))
+
+    # --- the Worker's log -------------------------------------------------------------------
+    def _follow(self, pod: str) -> None:
+        try:
+            self._read_log(pod)
+        finally:
+            if not self.stopper.stopped:
+                self._log_read()
+
+    def _read_log(self, pod: str) -> None:
+        """Put each log line of the Worker once, as it is written, until the log's end.
+
+        A stream that breaks is opened again after the last line delivered; once the
+        Worker is over and the stream idle, the rest is read in one request."""
+        reach = self.adapter.reach
+        cursor = LogCursor()
+        kubelet_down: float | None = None
+        while not self.stopper.stopped:
+            final = self._cut.is_set()
+            cursor.resume()
+            try:
+                resp = open_log(
+                    self.adapter.api,
+                    self.ref.namespace,
+                    pod,
+                    follow=not final,
+                    since=cursor.since(),
+                    timeout=(10, 60 if final else None),
+                )
+            except ApiException as e:
+                reach.answered()
+                if e.status in (401, 403) and reach.transient(e):
+                    self.stopper.event.wait(0.5)  # the API server's RBAC is still loading
+                    continue
+                if e.status == 403:
+                    raise
+                if e.status is None or e.status < 500:
+                    return  # the Pod is gone (404), or its log cannot be read: said by its status
+                # The API server answered; the kubelet behind it did not (or not yet).
+                kubelet_down = kubelet_down or time.monotonic()
+                if time.monotonic() - kubelet_down >= KUBELET_SECONDS:
+                    self._gone(self._node_lost(pod, e))
+                    return
+                self.stopper.event.wait(0.5)
+                continue
+            except (urllib3.exceptions.HTTPError, OSError) as e:
+                if self._unreachable(e):
+                    return
+                continue
+            reach.answered()
+            kubelet_down = None
+            if not self.stopper.register(resp):
+                return
+            self._log_resp = resp
+            if self._cut.is_set() and not final:  # cut between the request and now
+                self.stopper.unregister(resp)
+                self._log_resp = None
+                continue
+            whole = False
+            try:
+                for batch in batches(resp):
+                    self._last_data = time.monotonic()
+                    new, gap = cursor.take_batch(batch)
+                    if gap is not None:
+                        self._rotated(gap)
+                    if new:
+                        self.obs.put_lines(new)
+                whole = True
+            except Exception as e:
+                if self.stopper.stopped:
+                    return
+                if not isinstance(e, urllib3.exceptions.HTTPError | OSError):
+                    raise
+                if not (self._cut.is_set() and not final) and self._unreachable(e):
+                    return
+            finally:
+                self._log_resp = None
+                self.stopper.unregister(resp)
+            if final and whole:
+                return  # read to the end of a container that has exited
+            if whole and self._over and not self._cut.is_set():
+                # The kubelet closed the follow: the container has exited. A follower that
+                # fell behind was still on a rotated file, whose end is not the log's: read
+                # what the current file holds after the last line delivered.
+                self._cut.set()
+                continue
+            if whole:
+                # Closed before the Worker is known to be over (the API server or kubelet
+                # restarting): follow again from the last line.
+                self.stopper.event.wait(0.2)
+
+    def _unreachable(self, e: BaseException) -> bool:
+        """A transport failure reading the log: True (and lost) past the API server's bound."""
+        reach = self.adapter.reach
+        reach.failed(e)
+        if reach.lost:
+            self._gone(reach.error())
+            return True
+        self.stopper.event.wait(min(2.0, 0.2 + reach.down_for() / 4))
+        return False
+
+    def _rotated(self, gap: Gap) -> None:
+        seconds = stamp_key(gap.before)[0] - stamp_key(gap.after)[0]
+        self.obs.put_event(
+            Event(
+                f"job/{self.ref.name}",
+                "LogRotated",
+                "the kubelet rotated the Worker's log before it was read: lines written "
+                f"between {gap.after} and {gap.before} ({seconds:.0f} s) may be missing "
+                "(the kubelet serves only the current file; containerLogMaxSize)",
+                "Warning",
+                "rlark-acceptance",
+            )
+        )
+
+    def _node_lost(self, pod: str, e: ApiException) -> TargetUnreachable:
+        """The node's kubelet does not answer the API server: the node named, with what
+        the API server knows of it."""
+        node = self.node or "(unknown node)"
+        if self.node:
+            self.adapter.lost_nodes.add(self.node)
+        state = ""
+        with contextlib.suppress(Exception):
+            # list, not get: the harness's RBAC file grants list on nodes (pre-flight).
+            listing = get_json(self.adapter.core.list_node, field_selector=f"metadata.name={node}")
+            item: Item = next(iter(listing.get("items") or []), {})
+            for cond in (item.get("status") or {}).get("conditions") or []:
+                if cond.get("type") != "Ready":
+                    continue
+                age = ""
+                beat = cond.get("lastHeartbeatTime")
+                if beat:
+                    with contextlib.suppress(ValueError):
+                        age = f", last status {time.time() - stamp_key(beat)[0]:.0f} s ago"
+                why = ": ".join(str(x) for x in (cond.get("reason"), cond.get("message")) if x)
+                state = f"; node Ready={cond.get('status')}" + (f" ({why})" if why else "") + age
+        return TargetUnreachable(
+            f"node {node}: its kubelet stopped answering (the API server, reading pod "
+            f"{pod}'s log for {KUBELET_SECONDS:.0f} s: {api_message(e)[:240]}){state}",
+            f"pod {pod} may still run on node {node}; {self.adapter.left_behind(self.ref)}",
+        )

@@ -1,0 +1,191 @@
+"""The acceptance suite on testenv's Kubernetes target, started as a user starts it, with a
+hand on the world while it runs (the fault tests and ``bench/k8s_faults.py``).
+
+``Site`` is a copy of ``profiles/kubernetes.yaml`` and its Job YAML that a test may change
+(a run script that waits or prints a lot first, another namespace, another kubeconfig);
+``SuiteRun`` is ``python -m pytest features/ --profile <site>`` in a directory linking to
+the checkout's files (its ``reports/`` are its own), read line by line as it runs so a test
+can act when Step 6 reaches a phase, then read back its ``run-summary.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from testenv import state
+from tests.run.suite_runs import STEP6_ONLY, features_command
+
+REPO = Path(__file__).resolve().parents[2]
+# What a run of the suite reads from a checkout (everything else it writes is reports/).
+CHECKOUT = (
+    "features",
+    "steps",
+    "fixtures",
+    "profiles",
+    "src",
+    "testenv",
+    "conftest.py",
+    "pyproject.toml",
+    ".testenv",
+)
+RUN_SCRIPT = "cd /workspace/smoke && python -m rlark_acceptance.smoke"
+# Printed by the run script before the smoke workload: 6.3 passes on it, then 6.4 waits.
+STARTING = "echo fault-test, the run script starts"
+
+
+def waits_for(check: str) -> str:
+    """The line the suite prints when Step 6 starts waiting for ``check`` (not a terminal)."""
+    return f"Step 6 waits for {check} "
+
+
+@dataclass
+class Site:
+    root: Path
+    profile: Path
+    job: Path
+
+    @classmethod
+    def make(
+        cls,
+        root: Path,
+        *,
+        before: str = "",
+        namespace: str | None = None,
+        kubeconfig: Path | None = None,
+        timeouts: dict[str, float] | None = None,
+    ) -> Site:
+        """The default Kubernetes profile; ``before`` runs in the run script before the
+        smoke workload (the same text in the Job YAML and ``runInfo.startCommand``)."""
+        root.mkdir(parents=True, exist_ok=True)
+        text = (REPO / "profiles" / "kubernetes.yaml").read_text()
+        job = (REPO / "profiles" / "kubernetes" / "job.yaml").read_text()
+        kube = kubeconfig or REPO / ".testenv" / "harness.kubeconfig"
+        text = text.replace("kubeconfig: ../.testenv/harness.kubeconfig", f"kubeconfig: {kube}")
+        text = text.replace("config: ../src/", f"config: {REPO / 'src'}/")
+        text = text.replace("job: kubernetes/job.yaml", "job: job.yaml")
+        if before:
+            text = text.replace(
+                f"startCommand: {RUN_SCRIPT}", f"startCommand: {before}; {RUN_SCRIPT}"
+            )
+            # A JSON string is a YAML scalar whatever the command holds (": ", quotes).
+            text = "\n".join(
+                f"  startCommand: {json.dumps(line.split(': ', 1)[1])}"
+                if line.startswith("  startCommand: ")
+                else line
+                for line in text.splitlines()
+            )
+            job = job.replace(f"    {RUN_SCRIPT}", f"    {before}; {RUN_SCRIPT}")
+        if namespace:
+            text = text.replace("namespace: rlinf-acceptance", f"namespace: {namespace}")
+            job = job.replace("namespace: rlinf-acceptance", f"namespace: {namespace}")
+        for key, seconds in (timeouts or {}).items():
+            if f"  {key}: " in text:
+                text = "\n".join(
+                    f"  {key}: {seconds:g}" if line.startswith(f"  {key}: ") else line
+                    for line in text.splitlines()
+                )
+            else:
+                text = text.rstrip("\n") + f"\n  {key}: {seconds:g}\n"
+        site = cls(root, root / "profile.yaml", root / "job.yaml")
+        site.profile.write_text(text)
+        site.job.write_text(job)
+        return site
+
+
+def _env() -> dict[str, str]:
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "KUBECONFIG", "PYTEST_"))
+    }
+    # What `eval "$(testenv/testenv env)"` gives a user: boto3's standard chain for the S3
+    # server (the kubeconfig is the profile's own).
+    env.update({k: v for k, v in state.env_vars(state.load()).items() if k.startswith("AWS_")})
+    return env | {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "CI": "1"}
+
+
+@dataclass
+class SuiteRun:
+    """One ``pytest features/`` run, under way or finished."""
+
+    proc: subprocess.Popen[bytes]
+    reports: Path
+    started: float
+    output: str = ""
+    returncode: int | None = None
+    elapsed: float = 0.0
+    summary: dict[str, Any] = field(default_factory=dict)
+    peak_rss_mib: float = 0.0  # the suite's own process, from the kernel's accounting
+
+    @classmethod
+    def start(cls, tmp_path: Path, site: Site, *args: str) -> SuiteRun:
+        run = tmp_path / "checkout"
+        run.mkdir()
+        for name in CHECKOUT:
+            (run / name).symlink_to(REPO / name)
+        reports = run / "reports"
+        # The harness's peak RSS, as the kernel accounts it for this one child.
+        argv = [
+            sys.executable,
+            "-c",
+            "import resource, subprocess, sys; rc = subprocess.call(sys.argv[1:]); "
+            "print(f'peak-rss-kib {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}'); "
+            "sys.exit(rc)",
+            *features_command(site.profile, reports, ["-m", STEP6_ONLY, *args]),
+        ]
+        proc = subprocess.Popen(
+            argv, cwd=run, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
+        return cls(proc, reports, time.monotonic())
+
+    def read(self, timeout: float) -> bool:
+        """Read what is there within ``timeout``; False once the output has ended."""
+        assert self.proc.stdout is not None
+        sel = selectors.DefaultSelector()
+        sel.register(self.proc.stdout, selectors.EVENT_READ)
+        try:
+            if not sel.select(timeout):
+                return True
+            chunk = os.read(self.proc.stdout.fileno(), 65536)
+        finally:
+            sel.close()
+        self.output += chunk.decode(errors="replace")
+        return bool(chunk)
+
+    def wait_for(self, text: str, timeout: float = 600) -> float:
+        """Block until ``text`` shows on the output; returns when (monotonic)."""
+        deadline = time.monotonic() + timeout
+        while text not in self.output:
+            assert time.monotonic() < deadline, f"{text!r} not within {timeout} s:\n{self.tail()}"
+            assert self.read(min(1.0, deadline - time.monotonic())), (
+                f"the suite ended before {text!r}:\n{self.tail()}"
+            )
+        return time.monotonic()
+
+    def finish(self, timeout: float = 900) -> SuiteRun:
+        deadline = time.monotonic() + timeout
+        while self.read(max(0.1, min(1.0, deadline - time.monotonic()))):
+            assert time.monotonic() < deadline, f"the suite still runs after {timeout} s"
+        self.returncode = self.proc.wait(timeout=30)
+        self.elapsed = time.monotonic() - self.started
+        for line in self.output.splitlines():
+            if line.startswith("peak-rss-kib "):
+                self.peak_rss_mib = int(line.split()[1]) / 1024
+        path = self.reports / "run-summary.json"
+        assert path.is_file(), f"no run-summary.json:\n{self.tail()}"
+        self.summary = json.loads(path.read_text(encoding="utf-8"))
+        return self
+
+    def tail(self, n: int = 6000) -> str:
+        return f"exit {self.returncode}\n{self.output[-n:]}"
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=30)

@@ -1,0 +1,273 @@
+"""The world misbehaving under the acceptance suite on the Kubernetes target, as a release
+engineer meets it: ``pytest features/ --profile <kubernetes profile>`` on testenv's real
+control plane and real node (gpu-node-09), a fault injected while Step 6 waits, and the
+record read back (``run-summary.json``, the terminal's last lines).
+
+- the API server SIGKILLed during 6.4 and during 6.5 and started again ~12 s later: passes;
+- the API server killed for good: red at the check waited for within ``timeouts.apiServer``
+  (plus the time to notice), naming the API server and what may be left;
+- the node's kubelet SIGKILLed during 6.4: red within seconds naming the node; the
+  teardown bounded, attributed to no scenario;
+- a Role without ``create`` on jobs: 6.1 with the API server's 403; without ``delete``: the
+  run passes and the record warns of what is left;
+- a Worker that prints 300 MB before its first signal (the kubelet rotates at 10 MiB).
+
+Each waits, when it needs a window, on a run script that prints one line and sleeps before
+the smoke workload: 6.3 passes on the line, 6.4 waits through the sleep.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client
+
+from fixtures.testenv import KubeEnv, S3Env
+from rlark_acceptance.model.job import JOB_NAME_LABEL
+from tests.adapters.k8s_suite import REPO, STARTING, Site, SuiteRun, waits_for
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+JOB = "rlinf-smoke-ppo-mlp"
+RUNTIME_AFTER_61 = ("6.2", "6.3", "6.4", "6.5")
+OUTAGE_S = 12.0
+
+
+@pytest.fixture
+def cluster(kube_env: KubeEnv, s3_env: S3Env) -> Iterator[KubeEnv]:
+    """The cluster, whole again after the test (the API server and the kubelet running,
+    no Job of the profile left)."""
+    try:
+        yield kube_env
+    finally:
+        with contextlib.suppress(Exception):
+            kube_env.start_apiserver()
+        with contextlib.suppress(Exception):
+            kube_env.start_kubelet()
+        remove_jobs(kube_env, kube_env.namespace)
+
+
+def remove_jobs(kube_env: KubeEnv, ns: str) -> None:
+    custom, core = kube_env.custom(), kube_env.core()
+    with contextlib.suppress(Exception):
+        for item in custom.list_namespaced_custom_object("rlark.io", "v1alpha1", ns, "jobs")[
+            "items"
+        ]:
+            custom.delete_namespaced_custom_object(
+                "rlark.io", "v1alpha1", ns, "jobs", item["metadata"]["name"]
+            )
+    with contextlib.suppress(Exception):
+        core.delete_collection_namespaced_pod(
+            ns, label_selector=JOB_NAME_LABEL, grace_period_seconds=0
+        )
+
+
+def earliest(run: SuiteRun) -> dict[str, Any]:
+    first = run.summary.get("earliestFailure")
+    assert first is not None, run.tail()
+    return first
+
+
+def start_waiting(tmp_path: Path, sleep_s: float, **site: Any) -> tuple[SuiteRun, float]:
+    """The suite, started; returns once Step 6 waits for 6.4 (and when that was)."""
+    s = Site.make(tmp_path / "site", before=f"{STARTING}; sleep {sleep_s:g}", **site)
+    run = SuiteRun.start(tmp_path, s)
+    try:
+        return run, run.wait_for(waits_for("6.4"))
+    except BaseException:
+        run.kill()
+        raise
+
+
+# --- the API server ------------------------------------------------------------------------
+@pytest.mark.parametrize("during", ["6.4", "6.5"])
+def test_an_api_server_outage_of_12_s_is_ridden_out(
+    cluster: KubeEnv, tmp_path: Path, during: str
+) -> None:
+    run, _ = start_waiting(tmp_path, 6 if during == "6.4" else 0)
+    try:
+        if during == "6.5":
+            run.wait_for(waits_for("6.5"))
+        time.sleep(1.0)
+        cluster.kill_apiserver()
+        killed = time.monotonic()
+        time.sleep(OUTAGE_S)
+        cluster.start_apiserver()
+        outage = time.monotonic() - killed
+        run.finish()
+    finally:
+        run.kill()
+    s = run.summary
+    print(
+        f"API server outage during {during}: {outage:.1f} s -> {s['verdict']} ({run.elapsed:.0f} s)"
+    )
+    assert run.returncode == 0, run.tail()
+    assert s["verdict"] == "passed" and s["earliestFailure"] is None, s.get("earliestFailure")
+    assert all(s["checks"][c] == "passed" for c in ("6.1", *RUNTIME_AFTER_61)), s["checks"]
+    assert "warnings" not in s, s["warnings"]
+    assert not cluster.core().list_namespaced_pod(cluster.namespace).items  # nothing left
+
+
+def test_an_api_server_that_stays_down_is_named_within_its_bound(
+    cluster: KubeEnv, tmp_path: Path
+) -> None:
+    bound = 20.0
+    run, _ = start_waiting(tmp_path, 30, timeouts={"apiServer": bound})
+    try:
+        time.sleep(1.0)
+        cluster.kill_apiserver()
+        killed = time.monotonic()
+        run.finish()
+        ended = time.monotonic() - killed
+    finally:
+        run.kill()
+    first = earliest(run)
+    print(f"API server down for good: red after {ended:.1f} s; {first['message']}")
+    assert run.returncode == 1, run.tail()
+    assert first["check"] == "6.4", first
+    msg = first["message"]
+    assert "API server" in msg and "is unreachable" in msg and "timeouts.apiServer" in msg, msg
+    assert f"job {JOB} and its Pods may be left in namespace {cluster.namespace}" in msg, msg
+    assert "Worker ended" not in msg and "timeouts.firstSignal" not in msg, msg
+    # Red within the bound and the time it takes to notice, far from 6.4's 120 s.
+    assert ended < bound + 30, ended
+    # The clean-up could not reach the API server: a warning of the record, no scenario's.
+    warnings = run.summary.get("warnings") or []
+    assert any(JOB in w and "not removed" in w for w in warnings), run.summary
+    assert "error in teardown" not in run.output and "Traceback" not in run.output, run.tail()
+    assert run.summary["checks"]["6.5"] == "notReached"
+
+
+# --- the node --------------------------------------------------------------------------------
+def test_a_killed_kubelet_is_named_within_seconds_and_the_teardown_is_bounded(
+    cluster: KubeEnv, tmp_path: Path
+) -> None:
+    run, _ = start_waiting(tmp_path, 60)
+    try:
+        time.sleep(1.0)
+        cluster.kill_kubelet()
+        killed = time.monotonic()
+        run.finish(600)
+        ended = time.monotonic() - killed
+    finally:
+        run.kill()
+    first = earliest(run)
+    msg = first["message"]
+    print(f"kubelet killed: exit after {ended:.1f} s; {msg}")
+    assert run.returncode == 1, run.tail()
+    assert first["check"] == "6.4", first
+    assert f"node {cluster.real_node}" in msg and "kubelet stopped answering" in msg, msg
+    assert "Worker ended" not in msg, msg
+    assert ended < 90, ended  # named within seconds; teardown bounded (no 2 × delete timeout)
+    assert "error in teardown" not in run.output and "Traceback" not in run.output, run.tail()
+    warnings = run.summary.get("warnings") or []
+    assert any(cluster.real_node in w for w in warnings), run.summary
+
+
+# --- RBAC ------------------------------------------------------------------------------------
+def harness_role(without: str) -> list[dict[str, Any]]:
+    docs = list(yaml.safe_load_all((REPO / "deploy" / "harness-rbac.yaml").read_text()))
+    role = next(d for d in docs if d["kind"] == "Role")
+    rules = []
+    for r in role["rules"]:
+        if r["resources"] == ["jobs"]:
+            r = {**r, "verbs": [v for v in r["verbs"] if v != without]}
+        rules.append(r)
+    return rules
+
+
+def bind(kube_env: KubeEnv, ns: str, rules: list[dict[str, Any]] | None) -> None:
+    """The harness's ServiceAccount in ``ns``: bound to ``rules`` (None: to nothing)."""
+    if rules is None:
+        return
+    rbac = client.RbacAuthorizationV1Api(kube_env.api_client())
+    rbac.create_namespaced_role(ns, {"metadata": {"name": "harness"}, "rules": rules})
+    rbac.create_namespaced_role_binding(
+        ns,
+        {
+            "metadata": {"name": "harness"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "harness"},
+            "subjects": [
+                {
+                    "kind": "ServiceAccount",
+                    "name": "rlark-acceptance",
+                    "namespace": kube_env.namespace,
+                }
+            ],
+        },
+    )
+
+
+@pytest.mark.parametrize("verb", ["create", "delete"])
+def test_a_role_without_a_verb_on_jobs(cluster: KubeEnv, tmp_path: Path, verb: str) -> None:
+    ns = cluster.create_namespace("rbac")
+    try:
+        bind(cluster, ns, harness_role(without=verb) if verb != "create" else None)
+        run = SuiteRun.start(tmp_path, Site.make(tmp_path / "site", namespace=ns))
+        try:
+            run.finish()
+        finally:
+            run.kill()
+        s = run.summary
+        if verb == "create":
+            first = earliest(run)
+            msg = first["message"]
+            print(f"no RBAC: {first['check']}: {msg}")
+            assert run.returncode == 1, run.tail()
+            assert first["check"] == "6.1", first
+            assert "403 Forbidden" in msg and 'cannot create resource "jobs"' in msg, msg
+            assert f'in the namespace "{ns}"' in msg and "system:serviceaccount:" in msg, msg
+            assert "deploy/harness-rbac.yaml" in msg, msg
+            assert all(s["checks"][c] == "notReached" for c in RUNTIME_AFTER_61), s["checks"]
+            assert "cannot create resource" in run.output  # the terminal says it too
+        else:
+            warnings = s.get("warnings") or []
+            print(f"no delete: {s['verdict']}; warnings: {warnings}")
+            assert run.returncode == 0, run.tail()
+            assert s["verdict"] == "passed", s.get("earliestFailure")
+            assert any(
+                "403 Forbidden" in w
+                and 'cannot delete resource "jobs"' in w
+                and f"job {JOB} and its Pods may be left in namespace {ns}" in w
+                and "deploy/harness-rbac.yaml" in w
+                for w in warnings
+            ), warnings
+            assert "warning: " in run.output and "error in teardown" not in run.output
+    finally:
+        remove_jobs(cluster, ns)
+        cluster.delete_namespace(ns)
+
+
+# --- a loud Worker ---------------------------------------------------------------------------
+LOUD = (
+    "python -c \"import sys; line = 'x' * 99 + chr(10); "
+    '[sys.stdout.write(line) for _ in range({n})]; sys.stdout.flush()"'
+)
+
+
+def test_a_worker_printing_300_mb_before_its_signal_passes(
+    cluster: KubeEnv, tmp_path: Path
+) -> None:
+    """The kubelet rotates the Worker's log at 10 MiB (testenv's node config): the signal
+    after 300 MB is still read, and the verdict is the Worker's."""
+    before = f"{STARTING}; " + LOUD.format(n=3_000_000)
+    run = SuiteRun.start(tmp_path, Site.make(tmp_path / "site", before=before))
+    try:
+        run.finish()
+    finally:
+        run.kill()
+    s = run.summary
+    print(
+        f"loud Worker (300 MB): {s['verdict']} in {run.elapsed:.0f} s, "
+        f"peak RSS {run.peak_rss_mib:.0f} MiB"
+    )
+    # The signal after 300 MB is read (the catch-up after the kubelet closed a follower
+    # still on a rotated file), and the checkpoint: the Worker's verdict.
+    assert s["checks"]["6.4"] == "passed" and s["checks"]["6.5"] == "passed", s["checks"]
+    assert s["earliestFailure"] is None, s["earliestFailure"]
