@@ -132,3 +132,12 @@ def test_the_smoke_table_matches_rlinfs_rows_but_not_its_sections() -> None:
 
     assert sections(smoke) == ["Rollout", "Training/Other"]
     assert sections(real) != sections(smoke) and "Training/Actor" in sections(real), sections(real)
+
+
+def test_the_last_progress_like_line_of_real_rlinf_is_its_step_counter() -> None:
+    """6.4's message quotes what the pattern should have matched: RLinf's "Global Step" row,
+    not a metric of its table that happens to be named ``step`` (``step=52.221``)."""
+    from rlark_acceptance.run.step6.first_signal import last_progress_like
+
+    found = last_progress_like(LOG)
+    assert found is not None and found.startswith("│ Global Step:"), found

@@ -19,9 +19,11 @@ if TYPE_CHECKING:
 
 
 # What training progress looks like in a log whatever the pattern: a step / epoch /
-# iteration counter, a "3/10" count, a percentage (tqdm's bars).
+# iteration counter (a whole number: RLinf's metric table also prints timings such as
+# "step=0.011"), a "3/10" count, a percentage (tqdm's bars).
 _PROGRESS_LIKE = re.compile(
-    r"(?i)\b(global[ _]?step|step|epoch|iter(ation)?)s?\b\s*[:=#]?\s*\d|\b\d+\s*/\s*\d+\b|\d%"
+    r"(?i)\b(global[ _]?step|step|epoch|iter(ation)?)s?\b\s*[:=#]?\s*\d+(?![.\d])"
+    r"|\b\d+\s*/\s*\d+\b|\d%"
 )
 
 
