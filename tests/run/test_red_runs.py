@@ -312,7 +312,8 @@ def test_the_whole_suite_on_a_profile_whose_first_signal_never_appears(tmp_path:
         .index(r"  firstSignal: 'Epoch \d+ done'")
     )
     assert first["location"] == f"{site.profile}:{line + 1}", first
-    assert "the last progress-like line was: 'Global Step:" in first["message"], first["message"]
+    hint = "the last progress-like line was: '│ Global Step:    5/5 │"  # the smoke's last step
+    assert hint in first["message"], first["message"]
 
     # The terminal: the profile's failure first, inconclusive self-checks counted apart.
     tail = run.output[run.output.rindex("short test summary info") :]
