@@ -56,6 +56,10 @@ def since_time(stamp: str) -> str:
 # written: the follow may have skipped a rotated file (the kubelet checks sizes every 10 s).
 SKIP_SECONDS = 1.0
 BEHIND_SECONDS = 5.0
+# ... on a stream that has delivered this much already: a rotated file holds at least
+# containerLogMaxSize (10 MiB by default), while the backlog a read resumed after an API
+# server outage delivers at once is an ordinary Worker's few lines, silences included.
+SKIP_AFTER_BYTES = 1 << 20
 
 
 @dataclass
@@ -82,6 +86,7 @@ class LogCursor:
         self._skip_same = 0
         self._skip_count = 0
         self._first = False
+        self._streamed = 0
 
     def since(self) -> str | None:
         return since_time(self.stamp) if self.stamped and self.stamp else None
@@ -92,6 +97,7 @@ class LogCursor:
         self._skip_key = stamp_key(self.stamp) if self.stamped and self.stamp else None
         self._skip_same = self.same
         self._skip_count = self.delivered if self.stamped is False else 0
+        self._streamed = 0  # bytes of new lines this read has delivered
 
     def _resuming(self) -> bool:
         """This read may still repeat what was delivered (or its kind is not known yet)."""
@@ -123,6 +129,7 @@ class LogCursor:
         # Past what was delivered: the texts, and the last stamp with how many lines carry it.
         parts = [raw.partition(" ") for raw in rest]
         last = parts[-1][0]
+        self._streamed += sum(map(len, rest))
         gap = gap or self._skipped(parts)
         same = 0
         for stamp, _, _ in reversed(parts):
@@ -140,7 +147,7 @@ class LogCursor:
         """The first jump of the stamps in ``parts`` (after the last line delivered) that a
         follow far behind the Worker shows when the kubelet skipped a rotated file."""
         prev = self.stamp
-        if prev is None or prev[:19] == parts[-1][0][:19]:
+        if self._streamed < SKIP_AFTER_BYTES or prev is None or prev[:19] == parts[-1][0][:19]:
             return None  # the batch stays within the second of the last line: no jump
         try:
             if self.now() - stamp_key(parts[-1][0])[0] < BEHIND_SECONDS:
