@@ -73,12 +73,16 @@ def outage(env: KubeEnv, seconds: float) -> tuple[str, str, float, float]:
             time.sleep(1.0)
             env.kill_apiserver()
             killed = time.monotonic()
-            while run.proc.poll() is None and time.monotonic() - killed < seconds:
-                run.read(0.2)  # the suite's output keeps flowing (it may end first)
+            ended: float | None = None  # the suite ended while the API server was down
+            while time.monotonic() - killed < seconds:
+                if run.proc.poll() is not None:
+                    ended = time.monotonic() - killed
+                    break
+                run.read(0.2)  # the suite's output keeps flowing
             env.start_apiserver()
-            back = time.monotonic() - killed
+            back = float("nan") if ended is not None else time.monotonic() - killed
             run.finish()
-            to_exit = time.monotonic() - killed
+            to_exit = ended if ended is not None else time.monotonic() - killed
         finally:
             run.kill()
             env.start_apiserver()
@@ -145,7 +149,8 @@ def main() -> None:
         print(f"{'outage':>8} {'back at':>8} {'exit at':>8}  verdict  earliest failure")
         for s in (float(x) for x in args.outages.split(",")):
             verdict, why, back, to_exit = outage(env, s)
-            print(f"{s:>7.0f}s {back:>7.1f}s {to_exit:>7.1f}s  {verdict:<7}  {why}", flush=True)
+            came = "   down" if back != back else f"{back:>7.1f}s"  # NaN: not back before the exit
+            print(f"{s:>7.0f}s {came:>8} {to_exit:>7.1f}s  {verdict:<7}  {why}", flush=True)
     if not args.skip_logs:
         print("\nWorker log before its first signal (kubelet rotates at 10 MiB):")
         print(
