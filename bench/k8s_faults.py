@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 
 from fixtures.testenv import KubeEnv  # noqa: E402
+from rlark_acceptance.model.job import JOB_NAME_LABEL  # noqa: E402
 from testenv import state  # noqa: E402
 from tests.adapters.k8s_suite import STARTING, Site, SuiteRun, waits_for  # noqa: E402
 from tests.adapters.test_kubernetes_faults import LOUD, remove_jobs  # noqa: E402
@@ -51,6 +52,17 @@ def kube_env() -> KubeEnv:
     )
 
 
+def cleared(env: KubeEnv) -> None:
+    """No Job of the profile left, and no Pod of one still holding the node's GPUs: the next
+    case is not Pending behind the last one's Worker."""
+    remove_jobs(env, env.namespace)
+    core, deadline = env.core(), time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if not core.list_namespaced_pod(env.namespace, label_selector=JOB_NAME_LABEL).items:
+            return
+        time.sleep(1.0)
+
+
 def outage(env: KubeEnv, seconds: float) -> tuple[str, str, float, float]:
     with tempfile.TemporaryDirectory() as tmp:
         t = Path(tmp)
@@ -61,18 +73,22 @@ def outage(env: KubeEnv, seconds: float) -> tuple[str, str, float, float]:
             time.sleep(1.0)
             env.kill_apiserver()
             killed = time.monotonic()
-            while run.proc.poll() is None and time.monotonic() - killed < seconds:
-                run.read(0.2)  # the suite's output keeps flowing (it may end first)
+            ended: float | None = None  # the suite ended while the API server was down
+            while time.monotonic() - killed < seconds:
+                if run.proc.poll() is not None:
+                    ended = time.monotonic() - killed
+                    break
+                run.read(0.2)  # the suite's output keeps flowing
             env.start_apiserver()
-            back = time.monotonic() - killed
+            back = float("nan") if ended is not None else time.monotonic() - killed
             run.finish()
-            to_exit = time.monotonic() - killed
+            to_exit = ended if ended is not None else time.monotonic() - killed
         finally:
             run.kill()
             env.start_apiserver()
-            remove_jobs(env, env.namespace)
+            cleared(env)
         first = run.summary.get("earliestFailure") or {}
-        why = f"{first.get('check')}: {str(first.get('message'))[:90]}" if first else ""
+        why = f"{first.get('check')}: {first.get('message')}" if first else ""
         return run.summary["verdict"], why, back, to_exit
 
 
@@ -100,7 +116,7 @@ def baseline(mb: int, path: Path) -> tuple[float, float]:
     return grep, loop
 
 
-def loud(env: KubeEnv, mb: int) -> tuple[str, float, float, float]:
+def loud(env: KubeEnv, mb: int) -> tuple[str, str, float, float, float]:
     with tempfile.TemporaryDirectory() as tmp:
         t = Path(tmp)
         before = f"{STARTING}; " + LOUD.format(n=mb * 10_000)
@@ -109,11 +125,15 @@ def loud(env: KubeEnv, mb: int) -> tuple[str, float, float, float]:
             run.finish(1800)
         finally:
             run.kill()
-            remove_jobs(env, env.namespace)
-        d = run.summary.get("durations") or {}
+            cleared(env)
+        s = run.summary
+        d = s.get("durations") or {}
         span = float(d.get("firstSignal", 0)) - float(d.get("rayHead", 0))
         rate = mb / span if span > 0 else 0.0
-        return run.summary["verdict"], run.peak_rss_mib, run.elapsed, rate
+        rotated = sum(w.startswith("LogRotated: ") for w in s.get("warnings") or [])
+        printed = f"{s['checks']['1.1']}/{s['checks']['1.2']}"
+        printed += " (LogRotated)" if rotated else ""
+        return f"{s['verdict']} {s['checks']['6.4']}", printed, run.peak_rss_mib, run.elapsed, rate
 
 
 def main() -> None:
@@ -129,20 +149,22 @@ def main() -> None:
         print(f"{'outage':>8} {'back at':>8} {'exit at':>8}  verdict  earliest failure")
         for s in (float(x) for x in args.outages.split(",")):
             verdict, why, back, to_exit = outage(env, s)
-            print(f"{s:>7.0f}s {back:>7.1f}s {to_exit:>7.1f}s  {verdict:<7}  {why}", flush=True)
+            came = "   down" if back != back else f"{back:>7.1f}s"  # NaN: not back before the exit
+            print(f"{s:>7.0f}s {came:>8} {to_exit:>7.1f}s  {verdict:<7}  {why}", flush=True)
     if not args.skip_logs:
         print("\nWorker log before its first signal (kubelet rotates at 10 MiB):")
         print(
-            f"{'log':>7} {'verdict':>8} {'peak RSS':>9} {'suite':>7} {'ingest':>10} "
-            f"{'grep -E':>10} {'py loop':>10} {'/grep':>6} {'/loop':>6}"
+            f"{'log':>7} {'verdict, 6.4':>15} {'peak RSS':>9} {'suite':>7} {'ingest':>10} "
+            f"{'grep -E':>10} {'py loop':>10} {'/grep':>6} {'/loop':>6}  1.1/1.2"
         )
         for mb in (int(x) for x in args.sizes.split(",")):
-            verdict, rss, elapsed, rate = loud(env, mb)
+            verdict, printed, rss, elapsed, rate = loud(env, mb)
             with tempfile.TemporaryDirectory() as tmp:
                 grep, loop = baseline(mb, Path(tmp) / "log")
             print(
-                f"{mb:>5}MB {verdict:>8} {rss:>7.0f}MB {elapsed:>6.0f}s {rate:>6.1f}MB/s "
-                f"{grep:>6.0f}MB/s {loop:>6.0f}MB/s {rate / grep:>6.3f} {rate / loop:>6.3f}",
+                f"{mb:>5}MB {verdict:>15} {rss:>7.0f}MB {elapsed:>6.0f}s {rate:>6.1f}MB/s "
+                f"{grep:>6.0f}MB/s {loop:>6.0f}MB/s {rate / grep:>6.3f} {rate / loop:>6.3f}  "
+                f"{printed}",
                 flush=True,
             )
 

@@ -271,3 +271,16 @@ def test_a_worker_printing_300_mb_before_its_signal_passes(
     # still on a rotated file), and the checkpoint: the Worker's verdict.
     assert s["checks"]["6.4"] == "passed" and s["checks"]["6.5"] == "passed", s["checks"]
     assert s["earliestFailure"] is None, s["earliestFailure"]
+    # The printed config comes right after the 300 MB: read (1.1 / 1.2 judged), or rotated
+    # away by the kubelet before the follow reached it, and then the record says so.
+    printed = (s["checks"]["1.1"], s["checks"]["1.2"])
+    rotated = [w for w in s.get("warnings") or [] if w.startswith("LogRotated: ")]
+    print(f"1.1 / 1.2: {printed}; warnings: {rotated[:1]}")
+    if printed != ("passed", "passed"):
+        assert printed == ("notReached", "notReached"), printed
+        assert rotated, s.get("warnings")
+        assert "warning: LogRotated: " in run.output, run.tail()  # the terminal says so
+        # and a CI consumer reads why in the skipped message of 1.1 / 1.2's scenario
+        junit = (run.reports / "junit.xml").read_text(encoding="utf-8")
+        why = "[1.1] not reached: the config RLinf printed at start-up was not read; the target"
+        assert f'skipped message="{why} rotated lines' in junit, junit

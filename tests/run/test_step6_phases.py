@@ -322,6 +322,30 @@ def test_a_printed_config_that_is_not_json_fails_1_1(base: Any, tmp_path: Path) 
     assert "1.2" not in rec.phases
 
 
+@pytest.mark.parametrize("printed_config", [False, True])
+def test_log_lines_rotated_away_unread_are_the_reason_1_1_and_1_2_were_not_reached(
+    base: Any, tmp_path: Path, printed_config: bool
+) -> None:
+    """The target rotated lines of the Worker's log away before they were read: a warning
+    of the record; if the printed config was not read, 1.1 / 1.2 say why they were not
+    reached (not a bare "not reached"); the Worker's own checks are judged as ever."""
+    gone = "lines written between 10:00:01Z and 10:00:11Z (10 s) may be missing"
+    config = lines(2.5, *json.dumps(CONFIG, indent=2).splitlines()) if printed_config else []
+    script = [*started(), warning(2.2, "LogRotated", gone), *config]
+    script += [line(3.0, SIGNAL), *happy_script(tmp_path / "store")[-3:]]
+    rec, _ = run(base, tmp_path, script, validated=CONFIG)
+    assert (rec.status("6.4"), rec.status("6.5")) == ("passed", "passed")
+    assert rec.warnings == [f"LogRotated: {gone}"]
+    if printed_config:
+        assert (rec.status("1.1"), rec.status("1.2")) == ("passed", "passed")
+        return
+    for check in ("1.1", "1.2"):
+        p = rec.phases[check]
+        assert p.status == "skipped" and p.message.startswith("not reached: "), p
+        assert "printed at start-up was not read" in p.message and "LogRotated" in p.message
+    assert rec.earliest_failure is None
+
+
 # --- 6.4 --------------------------------------------------------------------------------
 
 

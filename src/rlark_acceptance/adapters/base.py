@@ -101,6 +101,11 @@ FATAL_REASONS = frozenset(
 )
 
 
+# The reason of the Warning a target puts when lines of the Worker's log were lost unread
+# (the kubelet rotated them away before the follow reached them).
+LOG_LOST = "LogRotated"
+
+
 @dataclass(frozen=True)
 class Event:
     involved: str  # kind/name

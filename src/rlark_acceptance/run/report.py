@@ -123,7 +123,9 @@ class RunReport:
     outputs: dict[str, Any] | None = None  # what the acceptance run left, where
     # This run's id: in the name, labels and output location of the Job it submits.
     run_id: str = field(default_factory=new_run_id)
-    warnings: list[str] = field(default_factory=list)  # clean-ups that failed: what is left
+    # What the record warns of without a check failing: clean-ups that failed (what is
+    # left), lines of the Worker's log the target lost unread.
+    warnings: list[str] = field(default_factory=list)
 
     def add(self, scenario: ScenarioRecord) -> ScenarioRecord:
         return self.scenarios.setdefault(scenario.nodeid, scenario)

@@ -10,10 +10,18 @@ stamp; lines sharing that stamp are counted, so none is skipped that was not del
 If the first line of a resumed read is already later than the last line delivered, that
 line is no longer in the file the kubelet serves: it rotated the log (at
 ``containerLogMaxSize``) and the lines between may be gone (rotated files are not served).
+
+A follow loses lines the same way without breaking: the kubelet reads the file it opened
+to its end, then the file now at the log's path; a file rotated away in between (the
+reader more than one rotation behind the Worker) is skipped. Its mark is a jump of the
+stamps between two lines delivered well after they were written: a reader that keeps up
+sees a silence of the Worker as a wait, one far behind sees it as a jump.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -44,6 +52,16 @@ def since_time(stamp: str) -> str:
     return datetime.fromtimestamp(int(seconds), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+# Two consecutive lines stamped this far apart, delivered this long after the later one was
+# written: the follow may have skipped a rotated file (the kubelet checks sizes every 10 s).
+SKIP_SECONDS = 1.0
+BEHIND_SECONDS = 5.0
+# ... on a stream that has delivered this much already: a rotated file holds at least
+# containerLogMaxSize (10 MiB by default), while the backlog a read resumed after an API
+# server outage delivers at once is an ordinary Worker's few lines, silences included.
+SKIP_AFTER_BYTES = 1 << 20
+
+
 @dataclass
 class Gap:
     """Lines the kubelet no longer had when the log was read again."""
@@ -58,7 +76,8 @@ class LogCursor:
     A log served without stamps (a kubelet stand-in that ignores ``timestamps``) is
     resumed by count instead: read from its start, the lines delivered already skipped."""
 
-    def __init__(self) -> None:
+    def __init__(self, now: Callable[[], float] = time.time) -> None:
+        self.now = now
         self.stamp: str | None = None
         self.same = 0
         self.delivered = 0
@@ -67,6 +86,7 @@ class LogCursor:
         self._skip_same = 0
         self._skip_count = 0
         self._first = False
+        self._streamed = 0
 
     def since(self) -> str | None:
         return since_time(self.stamp) if self.stamped and self.stamp else None
@@ -77,6 +97,7 @@ class LogCursor:
         self._skip_key = stamp_key(self.stamp) if self.stamped and self.stamp else None
         self._skip_same = self.same
         self._skip_count = self.delivered if self.stamped is False else 0
+        self._streamed = 0  # bytes of new lines this read has delivered
 
     def _resuming(self) -> bool:
         """This read may still repeat what was delivered (or its kind is not known yet)."""
@@ -108,6 +129,8 @@ class LogCursor:
         # Past what was delivered: the texts, and the last stamp with how many lines carry it.
         parts = [raw.partition(" ") for raw in rest]
         last = parts[-1][0]
+        self._streamed += sum(map(len, rest))
+        gap = gap or self._skipped(parts)
         same = 0
         for stamp, _, _ in reversed(parts):
             if stamp != last:
@@ -119,6 +142,24 @@ class LogCursor:
             self.stamp, self.same = last, same
         texts.extend(p[2] for p in parts)
         return texts, gap
+
+    def _skipped(self, parts: list[tuple[str, str, str]]) -> Gap | None:
+        """The first jump of the stamps in ``parts`` (after the last line delivered) that a
+        follow far behind the Worker shows when the kubelet skipped a rotated file."""
+        prev = self.stamp
+        if self._streamed < SKIP_AFTER_BYTES or prev is None or prev[:19] == parts[-1][0][:19]:
+            return None  # the batch stays within the second of the last line: no jump
+        try:
+            if self.now() - stamp_key(parts[-1][0])[0] < BEHIND_SECONDS:
+                return None  # the reader keeps up: a jump is the Worker's own silence
+            for stamp, _, _ in parts:
+                jumped = stamp[:19] != prev[:19]
+                if jumped and stamp_key(stamp)[0] - stamp_key(prev)[0] > SKIP_SECONDS:
+                    return Gap(prev, stamp)
+                prev = stamp
+        except ValueError:  # a line the runtime did not stamp
+            return None
+        return None
 
     def take(self, raw: str) -> tuple[str | None, Gap | None]:
         """The line's text if it is new (else None), and the gap it shows, if any."""

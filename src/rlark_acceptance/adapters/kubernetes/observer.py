@@ -25,6 +25,7 @@ from kubernetes.client.exceptions import ApiException
 
 from rlark_acceptance.adapters import cleanup
 from rlark_acceptance.adapters.base import (
+    LOG_LOST,
     Event,
     JobRef,
     Observation,
@@ -358,7 +359,7 @@ class Observer:
         self.obs.put_event(
             Event(
                 f"job/{self.ref.name}",
-                "LogRotated",
+                LOG_LOST,
                 "the kubelet rotated the Worker's log before it was read: lines written "
                 f"between {gap.after} and {gap.before} ({seconds:.0f} s) may be missing "
                 "(the kubelet serves only the current file; containerLogMaxSize)",

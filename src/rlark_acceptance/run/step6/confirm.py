@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from rlark_acceptance.adapters.base import Adapter
+from rlark_acceptance.adapters.base import LOG_LOST, Adapter, Event
 from rlark_acceptance.model.job import Job
 from rlark_acceptance.model.profile import Profile
 from rlark_acceptance.run.step6.first_signal import FirstSignal
@@ -111,9 +111,11 @@ def confirm_running(
     finally:
         if run.stream is not None:
             run.stream.close()  # a Worker that prints on after its verdict costs nothing
+        lost = [e for e in rec.events if e.reason == LOG_LOST]
         if rec.ref is not None:
             rec.pods = _safe(lambda: adapter.pods(rec.ref), [])  # type: ignore[arg-type]
-            rec.events = _safe(lambda: adapter.events(rec.ref), [])  # type: ignore[arg-type]
+            rec.events = _safe(lambda: adapter.events(rec.ref), []) + lost  # type: ignore[arg-type]
+    _log_lost(rec, lost)
     for check in PHASES:
         if check not in rec.phases:
             failed = rec.earliest_failure
@@ -130,6 +132,24 @@ def confirm_running(
     if interrupt is not None:
         raise Interrupted(rec) from interrupt
     return rec
+
+
+def _log_lost(rec: RunRecord, lost: list[Event]) -> None:
+    """Lines of the Worker's log the target rotated away unread: a warning of the record,
+    and the reason a check read from the log was not reached (the printed config may have
+    been among them)."""
+    if not lost:
+        return
+    more = f" ({len(lost) - 1} more such gaps)" if len(lost) > 1 else ""
+    rec.warnings.append(f"{LOG_LOST}: {lost[0].message}{more}")
+    if rec.printed_config is None and not rec.interrupted:
+        why = (
+            f"not reached: the config RLinf printed at start-up was not read; the target "
+            f"rotated lines of the Worker's log away before they were read ({LOG_LOST}, "
+            "see the record's warnings)"
+        )
+        for check in ("1.1", "1.2"):
+            rec.phases.setdefault(check, PhaseResult(check, "skipped", why))
 
 
 def _runs_own(adapter: Adapter, job: Job, root: object) -> tuple[str, str] | None:

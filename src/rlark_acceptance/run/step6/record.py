@@ -94,7 +94,8 @@ class RunRecord:
     outputs_kept: str | None = None
     outputs_removed: int = 0
     interrupted: bool = False  # SIGINT / SIGTERM ended the run; what was submitted is gone
-    # What the record warns of without a check failing: a clean-up the target refused.
+    # What the record warns of without a check failing: a clean-up the target refused,
+    # lines of the Worker's log the target rotated away unread.
     warnings: list[str] = field(default_factory=list)
     worker_left: str | None = None  # why the Worker could not be deleted (then still there)
 
