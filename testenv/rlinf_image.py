@@ -131,11 +131,12 @@ def import_into_node() -> dict[str, float]:
     """Build (if needed) and import into this checkout's running node; the phases' seconds."""
     from testenv import node, state
 
+    # Before minutes of building: without a node there is nothing to import into.
+    if not state.load().get("node"):
+        raise RuntimeError("no real node in this checkout: run `testenv/testenv up` first")
     t0 = time.monotonic()
     path = archive()
     built = time.monotonic() - t0
-    if not state.load().get("node"):
-        raise RuntimeError("no real node in this checkout: run `testenv/testenv up` first")
     t1 = time.monotonic()
     node.import_image(path, RLINF_IMAGE, timeout=3600)
     return {
