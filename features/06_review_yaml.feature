@@ -43,7 +43,7 @@ Feature: Step 5 核对 YAML 并提交 (review the YAML and submit)
   @check-5.5 @negative
   Scenario: GPU 与 RLinf 配置和目标节点容量一致
     Given the default acceptance profile
-    And the Worker requests 1 GPUs
+    And the Worker requests a GPU count other than the prepared one
     When the pre-flight runs
     Then check 5.5 fails with "gpus-differ-from-prepared" at the Job YAML
 

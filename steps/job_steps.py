@@ -66,6 +66,14 @@ def worker_gpus(workspace: Workspace, n: int) -> None:
     workspace.role["gpus"] = n
 
 
+@given("the Worker requests a GPU count other than the prepared one")
+def worker_gpus_differ(workspace: Workspace) -> None:
+    # One more than runInfo.gpus: a fixed count would equal what some profiles prepare
+    # (real RLinf's takes 1), and the scenario could then catch nothing.
+    prepared = workspace.run_info.get("gpus")
+    workspace.role["gpus"] = (prepared if isinstance(prepared, int) else 0) + 1
+
+
 @given(parsers.parse('the Worker\'s image is "{image}"'))
 def worker_image(workspace: Workspace, image: str) -> None:
     workspace.role["image"] = image

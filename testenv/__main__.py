@@ -6,6 +6,8 @@ nodes, and an S3 server), built from Go modules.
     testenv status [--json]         what runs, its pids and memory (never credentials)
     testenv env                     the env file, for `eval "$(testenv/testenv env)"`
     testenv build [s3|cluster|all]  only build (e.g. to warm a CI cache)
+    testenv image rlinf             build the Worker image with real RLinf (~8 GB, cached)
+                                    and import it into this checkout's running real node
 """
 
 from __future__ import annotations
@@ -96,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("status")
     p.add_argument("--json", action="store_true")
     sub.add_parser("env")
+    p = sub.add_parser("image")
+    p.add_argument("which", choices=("rlinf",))
     args = parser.parse_args(argv)
 
     try:
@@ -107,6 +111,11 @@ def main(argv: list[str] | None = None) -> int:
             build.say("down: stopped")
         elif args.cmd == "build":
             build.ensure(tuple(r for t in _targets(args.which) for r in build.NEEDS[t]))
+        elif args.cmd == "image":
+            from testenv import rlinf_image
+
+            figures = rlinf_image.import_into_node()
+            build.say(f"{rlinf_image.RLINF_IMAGE} on the node: {json.dumps(figures)}")
         elif args.cmd == "env":
             if not state.env_file().is_file():
                 build.say("no env file: run `testenv up` first")

@@ -25,8 +25,11 @@ import sys
 import tarfile
 import time
 import tomllib
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from testenv import build, versions
 from testenv.paths import REPO_ROOT, cache_root, dir_lock
@@ -105,20 +108,55 @@ def write_oci_archive(
     """One-layer OCI image layout as a tar, named ``ref`` for ``ctr images import``."""
     raw = layer_tar.read_bytes()
     diff_id = "sha256:" + hashlib.sha256(raw).hexdigest()
-    layer = gzip.compress(raw, compresslevel=1, mtime=0) if compress else raw
-    media = "application/vnd.oci.image.layer.v1.tar" + ("+gzip" if compress else "")
+    data = gzip.compress(raw, compresslevel=1, mtime=0) if compress else raw
+    media = LAYER_MEDIA + ("+gzip" if compress else "")
+    digest = "sha256:" + hashlib.sha256(data).hexdigest()
+    layer = Layer(digest, len(data), diff_id, media, lambda: io.BytesIO(data))
+    write_oci_layers(dest, ref, [layer], config)
+
+
+LAYER_MEDIA = "application/vnd.oci.image.layer.v1.tar"
+
+
+@dataclass(frozen=True)
+class Layer:
+    """A layer blob as the archive names it, and how to read its bytes (streamed)."""
+
+    digest: str
+    size: int
+    diff_id: str
+    media: str
+    open: Callable[[], AbstractContextManager[IO[bytes]]]
+
+
+def file_layer(path: Path) -> Layer:
+    """An uncompressed layer from a tar file, hashed in one streamed pass (GBs, not RAM)."""
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(1 << 22):
+            h.update(chunk)
+    digest = f"sha256:{h.hexdigest()}"
+    return Layer(digest, path.stat().st_size, digest, LAYER_MEDIA, lambda: path.open("rb"))
+
+
+def write_oci_layers(dest: Path, ref: str, layers: list[Layer], config: dict[str, Any]) -> None:
+    """An OCI image layout as a tar, named ``ref`` for ``ctr images import``."""
     tmp = dest.with_suffix(".tmp")
     with tarfile.open(tmp, "w") as out:
         layout = json.dumps({"imageLayoutVersion": "1.0.0"}).encode()
         info = tarfile.TarInfo("oci-layout")
         info.size = len(layout)
         out.addfile(info, io.BytesIO(layout))
-        layer_digest, layer_size = _blob(out, layer)
+        for layer in layers:
+            info = tarfile.TarInfo(f"blobs/sha256/{layer.digest.split(':')[1]}")
+            info.size = layer.size
+            with layer.open() as fh:
+                out.addfile(info, fh)
         cfg = {
             "architecture": "amd64",
             "os": "linux",
             "config": config,
-            "rootfs": {"type": "layers", "diff_ids": [diff_id]},
+            "rootfs": {"type": "layers", "diff_ids": [la.diff_id for la in layers]},
         }
         cfg_digest, cfg_size = _blob(out, json.dumps(cfg).encode())
         manifest = {
@@ -129,7 +167,9 @@ def write_oci_archive(
                 "digest": cfg_digest,
                 "size": cfg_size,
             },
-            "layers": [{"mediaType": media, "digest": layer_digest, "size": layer_size}],
+            "layers": [
+                {"mediaType": la.media, "digest": la.digest, "size": la.size} for la in layers
+            ],
         }
         man_digest, man_size = _blob(out, json.dumps(manifest).encode())
         index = {
@@ -174,23 +214,62 @@ def pause_archive() -> Path:
     return dest
 
 
-def worker_archive() -> Path:
-    """The Worker image archive, built when its inputs changed (~3 min cold)."""
-    key = worker_key()
-    dest = cache_root() / f"image-worker-{key}" / "image.tar"
+def cached(dest: Path, make: Callable[[Path], Path]) -> Path:
+    """``dest`` when it was built, else ``make(dest)``: one builder at a time on the machine."""
     if dest.is_file():
         return dest
     with dir_lock(cache_root() / "image-locks"):
         if dest.is_file():
             return dest
-        return _build_worker(dest)
+        return make(dest)
+
+
+def worker_archive() -> Path:
+    """The Worker image archive, built when its inputs changed (~3 min cold)."""
+    return cached(cache_root() / f"image-worker-{worker_key()}" / "image.tar", _build_worker)
+
+
+def debian_rootfs(rootfs: Path, packages: tuple[str, ...], hooks: list[str], log: Path) -> None:
+    """A Debian root filesystem as a tar: minbase, ``packages``, then ``hooks`` in order."""
+    _run(
+        [
+            "mmdebstrap",
+            "--variant=minbase",
+            f"--include={','.join(packages)}",
+            "--aptopt=Acquire::Retries 3",
+            *(f"--customize-hook={hook}" for hook in hooks),
+            '--customize-hook=rm -rf "$1/var/cache/apt" "$1/var/lib/apt/lists"',
+            versions.WORKER_IMAGE_SUITE,
+            str(rootfs),
+        ],
+        log,
+    )
+
+
+def worker_config(path: str) -> dict[str, Any]:
+    """A Worker image's config: its PATH, and an ENTRYPOINT that refuses to run."""
+    return {
+        "Env": [f"PATH={path}", "PYTHONUNBUFFERED=1"],
+        "WorkingDir": "/",
+        "Entrypoint": [
+            "/bin/sh",
+            "-c",
+            "echo 'this image has no entrypoint of its own: the platform runs the "
+            "role scripts' >&2; exit 64",
+        ],
+    }
+
+
+def build_log(name: str) -> Path:
+    logs = cache_root() / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    log = logs / f"{name}.log"
+    log.write_text("")
+    return log
 
 
 def _build_worker(dest: Path) -> Path:
-    logs = cache_root() / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    log = logs / f"{dest.parent.name}.log"
-    log.write_text("")
+    log = build_log(dest.parent.name)
     work = cache_root() / f".tmp-{dest.parent.name}-{os.getpid()}"
     shutil.rmtree(work, ignore_errors=True)
     wheels = work / "wheels"
@@ -212,33 +291,20 @@ def _build_worker(dest: Path) -> Path:
             f"{pip_in} --no-deps /tmp/wheels/project/*.whl\n"
         )
         rootfs = work / "rootfs.tar"
-        _run(
+        debian_rootfs(
+            rootfs,
+            DEBIAN_PACKAGES,
             [
-                "mmdebstrap",
-                "--variant=minbase",
-                f"--include={','.join(DEBIAN_PACKAGES)}",
-                "--aptopt=Acquire::Retries 3",
-                f'--customize-hook=chroot "$1" python3 -m venv {VENV}',
+                f'chroot "$1" python3 -m venv {VENV}',
                 # /workspace/<dir>: where the role scripts `cd`, as in the RLinf image.
-                '--customize-hook=mkdir -p "$1/tmp/wheels" "$1/workspace/smoke"',
-                f"--customize-hook=sync-in {wheels} /tmp/wheels",
-                '--customize-hook=chroot "$1" sh /tmp/wheels/install.sh',
-                '--customize-hook=rm -rf "$1/tmp/wheels" "$1/var/cache/apt" "$1/var/lib/apt/lists"',
-                versions.WORKER_IMAGE_SUITE,
-                str(rootfs),
+                'mkdir -p "$1/tmp/wheels" "$1/workspace/smoke"',
+                f"sync-in {wheels} /tmp/wheels",
+                'chroot "$1" sh /tmp/wheels/install.sh',
+                'rm -rf "$1/tmp/wheels"',
             ],
             log,
         )
-        config = {
-            "Env": [f"PATH={PATH}", "PYTHONUNBUFFERED=1"],
-            "WorkingDir": "/",
-            "Entrypoint": [
-                "/bin/sh",
-                "-c",
-                "echo 'this image has no entrypoint of its own: the platform runs the "
-                "role scripts' >&2; exit 64",
-            ],
-        }
+        config = worker_config(PATH)
         dest.parent.mkdir(parents=True, exist_ok=True)
         write_oci_archive(dest, WORKER_IMAGE, rootfs, config)
     finally:

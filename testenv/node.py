@@ -69,12 +69,13 @@ def _ctr(*args: str, timeout: float = 600) -> str:
     return sh(ctr, "--address", str(sock()), "-n", "k8s.io", *args, timeout=timeout)
 
 
-def _import(archive: Path, ref: str) -> None:
+def import_image(archive: Path, ref: str, timeout: float = 600) -> None:
+    """Import an OCI archive into the node's containerd, unless that digest is there."""
     digest = json.loads(_read_index(archive))["manifests"][0]["digest"]
     listed = _ctr("images", "ls")
     if any(ref in line and digest in line for line in listed.splitlines()):
         return
-    _ctr("images", "import", "--snapshotter", "overlayfs", str(archive))
+    _ctr("images", "import", "--snapshotter", "overlayfs", str(archive), timeout=timeout)
 
 
 def _read_index(archive: Path) -> str:
@@ -120,7 +121,7 @@ def up(state: State, apiserver_port: int, kubeconfig: Path, ca: Path, kubectl: A
         return
     if node and _running(node, kubectl):
         # Only the smoke workload changed: the new Worker image, imported into the node.
-        _import(image.worker_archive(), image.WORKER_IMAGE)
+        import_image(image.worker_archive(), image.WORKER_IMAGE)
         node["worker_key"] = image.worker_key()
         return
     if node:
@@ -178,8 +179,8 @@ def up(state: State, apiserver_port: int, kubeconfig: Path, ca: Path, kubectl: A
         d,
     )
     _wait(lambda: sock().exists(), 30, "containerd socket")
-    _import(pause, image.PAUSE_IMAGE)
-    _import(worker, image.WORKER_IMAGE)
+    import_image(pause, image.PAUSE_IMAGE)
+    import_image(worker, image.WORKER_IMAGE)
     node["worker_key"] = image.worker_key()
     kk = kubelet_kubeconfig(kubeconfig, node["host_ip"], fwd_port)
     node["kubelet_argv"] = in_netns(

@@ -11,6 +11,8 @@ JOB_LABEL, ROLE_LABEL = "rlark.io/job-name", "rlark.io/role"
 GPU_RESOURCE = "nvidia.com/gpu"
 CLUSTER_LABEL = "rlark.io/cluster"
 # The Ray head binds to the Pod's own loopback (each Pod has its own network namespace).
+# Its dashboard is Ray's default: started when the image has its dependencies (RLinf's
+# does: RLinf lists its actors through the state API the dashboard serves), on loopback.
 RAY_START = [
     "ray",
     "start",
@@ -18,7 +20,7 @@ RAY_START = [
     "--node-ip-address=127.0.0.1",
     "--num-gpus=0",
     "--object-store-memory=100000000",
-    "--include-dashboard=false",
+    "--dashboard-host=127.0.0.1",
     "--disable-usage-stats",
 ]
 # One bash is PID 1: prepare ($1) in this shell so its exports reach the run script, the
