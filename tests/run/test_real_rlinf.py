@@ -55,8 +55,9 @@ def test_real_rlinf_passes_every_check(tmp_path: Path) -> None:
     assert run.returncode == 0, run.explain()
     assert s["verdict"] == "passed" and len(s["checks"]) == 41, s["checks"]
     assert set(s["checks"].values()) == {"passed"}, s["checks"]
-    # RLinf wrote a checkpoint at each of its 2 global steps, read back from S3.
-    assert s["outputs"]["steps"] == [1, 2], s["outputs"]
+    # RLinf's first global step's checkpoint, read back from S3 (6.5 passes on the first
+    # intact one; the Worker is then deleted, so whether step 2 was written is a race).
+    assert s["outputs"]["steps"][:1] == [1], s["outputs"]
     assert s["outputs"]["checkpoint"].endswith("/logs/ci-test/checkpoints"), s["outputs"]
     print(f"\nreal RLinf: {run.elapsed:.0f} s whole suite, Step 6 durations {s['durations']}")
     log = global_attachment(run, "Step 6: Worker log (excerpt)")
