@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import urllib3
 from kubernetes.client.exceptions import ApiException
@@ -35,6 +35,7 @@ from rlark_acceptance.adapters.base import (
 from rlark_acceptance.adapters.kubernetes.logcursor import Gap, LogCursor, open_log, stamp_key
 from rlark_acceptance.adapters.kubernetes.stream import (
     Item,
+    Reach,
     Stopper,
     api_message,
     batches,
@@ -48,8 +49,22 @@ from rlark_acceptance.adapters.kubernetes.stream import (
 )
 from rlark_acceptance.model.job import JOB_NAME_LABEL
 
-if TYPE_CHECKING:
-    from rlark_acceptance.adapters.kubernetes.adapter import KubernetesAdapter
+
+class Watching(Protocol):
+    """What an observer reads through, and tells: the Kubernetes adapter (named by what it
+    does here, so the adapter imports the observer and never the other way round)."""
+
+    api: Any
+    core: Any
+    reach: Reach
+    lost_nodes: set[str]
+
+    def left_behind(self, ref: JobRef) -> str: ...
+
+    def _remember(self, ref: JobRef, *pods: str) -> set[str]: ...
+
+    def _involves(self, ref: JobRef, ev: Item, pods: set[str]) -> bool: ...
+
 
 # The API server answers but cannot reach the node's kubelet for this long: the node is
 # named as lost (a kubelet restarting takes a second or two).
@@ -65,7 +80,7 @@ class Observer:
 
     def __init__(
         self,
-        adapter: KubernetesAdapter,
+        adapter: Watching,
         ref: JobRef,
         obs: Observation,
         stopper: Stopper,
