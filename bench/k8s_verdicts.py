@@ -297,7 +297,7 @@ def run_adapter(tmp: Path, tag: str, fault: Fault | None) -> tuple[Witness, floa
     adapter = open_adapter(profile)
     try:
         t0 = time.monotonic()
-        rec = submit_and_confirm(adapter, profile, pre, run_id=run_id)
+        rec = submit_and_confirm(adapter, pre, run_id=run_id)
     finally:
         adapter.close()
         witness.close()

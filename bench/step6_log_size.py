@@ -65,14 +65,14 @@ def harness(folder: Path) -> None:
     from rlark_acceptance.adapters import open_adapter
     from rlark_acceptance.model.job import read_job
     from rlark_acceptance.model.profile import load_profile
-    from rlark_acceptance.run.step6 import confirm_running
+    from rlark_acceptance.run.step6 import build_plan, confirm_running
 
     profile = load_profile(PROFILE)
     job_path = folder / "job.yaml"
     job = read_job(str(job_path))
     adapter = open_adapter(profile, scratch_root=str(folder / "pods"))
     try:
-        rec = confirm_running(adapter, job, job_path.read_text(), profile)
+        rec = confirm_running(adapter, build_plan(profile, job, manifest=job_path.read_text()))
     finally:
         adapter.close()
     phases = {c: (p.status, p.at) for c, p in rec.phases.items()}

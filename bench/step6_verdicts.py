@@ -36,7 +36,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 
 from fixtures.workspace import Workspace  # noqa: E402
 from rlark_acceptance.adapters import open_adapter  # noqa: E402
-from rlark_acceptance.model.profile import DEFAULT_TIMEOUTS, load_profile  # noqa: E402
+from rlark_acceptance.model.profile import load_profile  # noqa: E402
+from rlark_acceptance.model.timeouts import Bound, Timeouts  # noqa: E402
 from rlark_acceptance.preflight.entry import preflight_profile  # noqa: E402
 from rlark_acceptance.run.acceptance import accept, submit_and_confirm  # noqa: E402
 
@@ -130,7 +131,7 @@ def storage_faults(tmp: Path) -> int:
         def confirm() -> Any:
             adapter = open_adapter(profile)
             try:
-                return submit_and_confirm(adapter, profile, pre, on_phase=watch)
+                return submit_and_confirm(adapter, pre, on_phase=watch)
             finally:
                 adapter.close()
 
@@ -155,7 +156,7 @@ def row(name: str, check: str, timeout: str, rec: Any, at: dict[str, float]) -> 
         print(f"{name:34} expected {check}, got {first}")
         return False
     lag = at["red"] - at["fault"]
-    waited = DEFAULT_TIMEOUTS[timeout]
+    waited = Timeouts()[Bound(timeout)]
     print(
         f"{name:34} {check:5} {first.at:9.2f}s {lag * 1000:8.0f}ms "
         f"{waited:17.0f}s {waited / max(lag, 1e-3):7.0f}x"
@@ -182,7 +183,7 @@ def main() -> int:
             profile = load_profile(path)
             adapter = open_adapter(profile)
             try:
-                rec = submit_and_confirm(adapter, profile, preflight_profile(path))
+                rec = submit_and_confirm(adapter, preflight_profile(profile))
             finally:
                 adapter.close()
             first = rec.earliest_failure
@@ -190,7 +191,7 @@ def main() -> int:
                 print(f"{name:34} expected {check}, got {first}")
                 return 1
             lag = first.at - (rec.fault_at if rec.fault_at is not None else first.at)
-            waited = DEFAULT_TIMEOUTS[timeout]
+            waited = Timeouts()[Bound(timeout)]
             ratio = waited / max(lag, 1e-3)
             print(
                 f"{name:34} {check:5} {first.at:9.2f}s {lag * 1000:8.0f}ms "

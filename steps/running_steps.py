@@ -125,6 +125,7 @@ def readable_after_delete(run: AcceptanceRun) -> None:
         return  # the target refused the delete: the record's warnings say what is left
     again = run.record.checkpoint_after_delete
     assert again is not None and again.ok, "[6.5] the checkpoint was not read again after delete"
+    assert run.record.pods_unread is None, f"[6.5] {run.record.pods_unread}"
     assert run.record.pods == [], f"[6.5] the Worker still exists: {run.record.pods}"
 
 
@@ -138,7 +139,7 @@ def submit_broken(workspace: Workspace, adapter: Any) -> AcceptanceRun:
     workspace.profile.setdefault("target", {})["keepOutputs"] = "never"
     path = workspace.write()
     pre = preflight_profile(path)
-    record = submit_and_confirm(adapter, load_profile(path), pre)
+    record = submit_and_confirm(adapter, pre)
     return AcceptanceRun(pre, record)
 
 
@@ -185,6 +186,7 @@ def read_back_from_node(fault_run: AcceptanceRun, workspace: Workspace) -> None:
     assert rec.checkpoint_after_delete.location.startswith(f"file://{host}/"), (
         rec.checkpoint_after_delete.location
     )
+    assert rec.pods_unread is None, rec.pods_unread
     assert rec.pods == [], f"the Worker still exists: {rec.pods}"
 
 

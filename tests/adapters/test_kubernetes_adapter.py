@@ -50,9 +50,10 @@ from rlark_acceptance.adapters.kubernetes.stream import (
 )
 from rlark_acceptance.model.job import JOB_NAME_LABEL, ROLE_LABEL, RUN_ID_LABEL, Job, read_job
 from rlark_acceptance.model.profile import Profile, Target, load_profile
+from rlark_acceptance.model.timeouts import Timeouts
 from rlark_acceptance.preflight.entry import preflight_profile
 from rlark_acceptance.run.acceptance import manifest_of
-from rlark_acceptance.run.step6 import RunRecord, confirm_running
+from rlark_acceptance.run.step6 import RunRecord, build_plan, confirm_running
 from rlark_acceptance.run.step6.run_id import for_run, new_run_id, run_job_name
 from rlark_acceptance.storage import FileStore, S3Store
 from testenv import rlark_platform, state
@@ -96,7 +97,7 @@ def profile(kube_env: KubeEnv, kube_namespace: str) -> Profile:
     )
     prof.run_info.gpus = 8
     prof.run_info.expected_node = NODE
-    prof.timeouts = dict.fromkeys(prof.timeouts, TIMEOUT)
+    prof.timeouts = Timeouts.every(TIMEOUT)
     return prof
 
 
@@ -220,7 +221,8 @@ def test_happy_path_passes_step6_through_the_real_observer(
     validated = pre.validated.config.resolved()
     thread, out = run_in_thread(
         lambda: confirm_running(
-            adapter, job, manifest, profile, validated_config=validated, run_id=run_id
+            adapter,
+            build_plan(profile, job, manifest=manifest, validated=validated, run_id=run_id),
         )
     )
     core = kube_env.core()
@@ -263,7 +265,7 @@ def test_too_many_gpus_fails_6_2_at_once_with_the_schedulers_reason(
 ) -> None:
     path, _ = write_job(tmp_path, kube_namespace, s3_chain.bucket, gpus=16)
     job, manifest = load_job(path)
-    rec = confirm_running(adapter, job, manifest, profile)
+    rec = confirm_running(adapter, build_plan(profile, job, manifest=manifest))
     assert rec.status("6.1") == "passed"
     assert rec.status("6.2") == "failed"
     msg = rec.phases["6.2"].message
@@ -285,7 +287,7 @@ def test_an_image_that_cannot_be_pulled_fails_6_2(
     image = kube_env.bad_image()
     path, _ = write_job(tmp_path, kube_namespace, s3_chain.bucket, image=image)
     job, manifest = load_job(path)
-    rec = confirm_running(adapter, job, manifest, profile)
+    rec = confirm_running(adapter, build_plan(profile, job, manifest=manifest))
     msg = rec.phases["6.2"].message
     assert rec.status("6.2") == "failed"
     assert "ErrImagePull" in msg or "ImagePullBackOff" in msg, msg
@@ -302,7 +304,7 @@ def test_a_worker_that_fails_before_its_first_signal_fails_at_once(
 ) -> None:
     """Pod Failed (exit 1) after Ray started: red at 6.4 at once, not after firstSignal's
     timeout, although kwok's followed log never closes (the Pod's end is what counts)."""
-    profile.timeouts["firstSignal"] = 600.0
+    profile.timeouts = dataclasses.replace(profile.timeouts, first_signal=600.0)
     path, _ = write_job(tmp_path, kube_namespace, s3_chain.bucket)
     pre = preflight_profile(dataclasses.replace(profile, job=path))
     assert pre.job is not None and pre.rlinf is not None
@@ -312,7 +314,7 @@ def test_a_worker_that_fails_before_its_first_signal_fails_at_once(
     pod_name = f"{name}-worker-0"
     log_file = kube_env.pod_log_file(kube_namespace, pod_name)
     thread, out = run_in_thread(
-        lambda: confirm_running(adapter, job, manifest, profile, run_id=run_id)
+        lambda: confirm_running(adapter, build_plan(profile, job, manifest=manifest, run_id=run_id))
     )
     wait_for(
         "the Worker Pod running",
@@ -359,7 +361,7 @@ def test_a_missing_permission_is_named_not_waited_for(
         job, manifest = load_job(path)
         ad = open_adapter(profile)
         try:
-            rec = confirm_running(ad, job, manifest, profile)
+            rec = confirm_running(ad, build_plan(profile, job, manifest=manifest))
         finally:
             ad.close()
         msg = rec.phases["6.1"].message
@@ -390,10 +392,10 @@ def test_a_missing_permission_is_named_not_waited_for(
                 "subjects": [subject],
             },
         )
-        profile.timeouts = dict.fromkeys(profile.timeouts, 600.0)
+        profile.timeouts = Timeouts.every(600.0)
         ad = open_adapter(profile)
         try:
-            rec = confirm_running(ad, job, manifest, profile)
+            rec = confirm_running(ad, build_plan(profile, job, manifest=manifest))
         finally:
             ad.close()
         assert rec.status("6.1") == "passed", rec.phases["6.1"].message

@@ -662,7 +662,7 @@ def test_a_store_that_dies_while_6_5_waits_fails_6_5_with_the_cause(
         ad = open_adapter(profile, scratch_root=str(tmp_path / "pods"))
         try:
             rec = submit_and_confirm(
-                ad, profile, preflight_profile(PROFILE), on_phase=kill_after_first_signal
+                ad, preflight_profile(profile), on_phase=kill_after_first_signal
             )
             red = time.monotonic()
         finally:

@@ -28,8 +28,7 @@ from rlark_acceptance.adapters.base import (
 )
 from rlark_acceptance.model.job import Job, Mount
 from rlark_acceptance.model.profile import NodeSpec, Profile
-from rlark_acceptance.run.acceptance import manifest_of
-from rlark_acceptance.run.step6 import Progress, RunRecord, confirm_running
+from rlark_acceptance.run.step6 import Progress, RunRecord, build_plan, confirm_running
 from rlark_acceptance.storage import FileStore, Store
 from tests.storage.test_checkpoint import GOOD
 
@@ -203,6 +202,7 @@ def run(
     profile: Profile | None = None,
     validated: dict[str, Any] | None = None,
     progress: list[Progress] | None = None,
+    delete_after: bool = True,
     **target: Any,
 ) -> tuple[RunRecord, ScriptedTarget]:
     prof, job = base
@@ -210,10 +210,7 @@ def run(
     (tmp_path / "store").mkdir(exist_ok=True)
     rec = confirm_running(
         t,  # type: ignore[arg-type]
-        job,
-        manifest_of(job),
-        profile or prof,
-        validated_config=validated,
+        build_plan(profile or prof, job, validated=validated, delete_after=delete_after),
         on_progress=progress.append if progress is not None else None,
         clock=t.clock,
     )

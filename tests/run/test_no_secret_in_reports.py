@@ -253,7 +253,7 @@ def test_the_worker_log_of_a_planted_job_is_redacted(
     assert pre.verdict == "fail"
     adapter = open_adapter(profile)
     try:
-        rec = submit_and_confirm(adapter, profile, pre)
+        rec = submit_and_confirm(adapter, pre)
     finally:
         adapter.close()
     echoed = next(p for p in planted if p.where.startswith("prepare script (echo"))

@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 from fixtures.progress import render
+from rlark_acceptance.model.timeouts import Bound
 from rlark_acceptance.run.step6 import Progress
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -18,7 +19,7 @@ TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"  # a GitHub token's shap
 def tick(
     check: str = "6.4", elapsed: float = 12.4, line: str | None = "Global Step: 3%|"
 ) -> Progress:
-    return Progress(check, "firstSignal", elapsed, 120.0, "pod w-0 Running", line)
+    return Progress(check, Bound.FIRST_SIGNAL, elapsed, 120.0, "pod w-0 Running", line)
 
 
 def test_a_tick_names_the_phase_its_time_the_pod_and_the_latest_line() -> None:
@@ -42,13 +43,14 @@ def test_the_latest_line_is_redacted() -> None:
 
 # A session whose one test plays a Step 6 wait through the run's progress channel.
 SESSION = textwrap.dedent(f"""
+    from rlark_acceptance.model.timeouts import Bound
     from rlark_acceptance.run import progress
     from rlark_acceptance.run.step6 import Progress
 
     def test_waits():
         for check, secs in (("6.3", 0), ("6.3", 1), ("6.3", 2), ("6.4", 0), ("6.4", 11)):
             progress.emit(
-                Progress(check, "t", secs, 60.0, "pod w-0 Running", "token {TOKEN}")
+                Progress(check, Bound.RAY_HEAD, secs, 60.0, "pod w-0 Running", "token {TOKEN}")
             )
         progress.emit(None)
 """)
@@ -88,11 +90,11 @@ def run_session(tmp_path: Path, *args: str, tty: bool = False) -> list[str]:
 def test_on_a_terminal_one_line_is_rewritten_in_place(tmp_path: Path) -> None:
     rewrites = run_session(tmp_path, tty=True)
     assert [r.split(" · ")[0] for r in rewrites] == [
-        "Step 6 waits for 6.3 (t) 0/60 s",
-        "Step 6 waits for 6.3 (t) 1/60 s",
-        "Step 6 waits for 6.3 (t) 2/60 s",
-        "Step 6 waits for 6.4 (t) 0/60 s",
-        "Step 6 waits for 6.4 (t) 11/60 s",
+        "Step 6 waits for 6.3 (rayHead) 0/60 s",
+        "Step 6 waits for 6.3 (rayHead) 1/60 s",
+        "Step 6 waits for 6.3 (rayHead) 2/60 s",
+        "Step 6 waits for 6.4 (rayHead) 0/60 s",
+        "Step 6 waits for 6.4 (rayHead) 11/60 s",
     ]
     assert all(r.endswith("token ***") for r in rewrites)
 
@@ -101,8 +103,8 @@ def test_in_a_ci_log_a_line_when_each_phase_starts_waiting(tmp_path: Path) -> No
     # The ticks come faster than PLAIN_EVERY_S: only each phase's first one is printed.
     lines = run_session(tmp_path)
     assert lines == [
-        "Step 6 waits for 6.3 (t) 0/60 s · pod w-0 Running · token ***",
-        "Step 6 waits for 6.4 (t) 0/60 s · pod w-0 Running · token ***",
+        "Step 6 waits for 6.3 (rayHead) 0/60 s · pod w-0 Running · token ***",
+        "Step 6 waits for 6.4 (rayHead) 0/60 s · pod w-0 Running · token ***",
     ]
 
 

@@ -23,7 +23,7 @@ from rlark_acceptance.run.step6.journal import (
     state_dir,
     sweep_dead_runs,
 )
-from rlark_acceptance.run.step6.output import Location
+from rlark_acceptance.run.step6.location import Location
 from rlark_acceptance.storage import FileStore, snapshot
 
 # A run: journal the location, write a checkpoint, then wait to be killed (or told to end).
@@ -31,7 +31,7 @@ RUN = textwrap.dedent("""
     import sys, time
     from pathlib import Path
     from rlark_acceptance.run.step6.journal import open_journal
-    from rlark_acceptance.run.step6.output import Location
+    from rlark_acceptance.run.step6.location import Location
     from rlark_acceptance.storage import FileStore, snapshot
 
     root, name = sys.argv[1:]
@@ -155,7 +155,7 @@ OWN_RUN = textwrap.dedent("""
     import sys, time
     from pathlib import Path
     from rlark_acceptance.run.step6.journal import identity, open_journal
-    from rlark_acceptance.run.step6.output import Location
+    from rlark_acceptance.run.step6.location import Location
     from rlark_acceptance.storage import FileStore, snapshot
 
     root, run_id = sys.argv[1:]

@@ -4,18 +4,18 @@ signal, in batches of lines whatever the log's size."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rlark_acceptance.adapters.base import Happening
 from rlark_acceptance.run.step6.log import RAY_STARTED, block_pattern, first_line, is_script_output
-from rlark_acceptance.run.step6.record import LogTail, RunRecord
-from rlark_acceptance.run.step6.run import Step6Run
-from tests.run.scripted import RAY, ScriptedTarget
+from rlark_acceptance.run.step6.observed import Observed
+from rlark_acceptance.run.step6.printed_config import OneNode
+from rlark_acceptance.run.step6.record import LogTail
+from tests.run.scripted import RAY
 
 # What `ray start --head` printed in a Pod (not a terminal), as the local target logs it.
 RAY_LOG = """\
@@ -110,27 +110,19 @@ SCRIPT_LINES = st.sampled_from(
 )
 
 
-def _read(base: Any, tmp_path: Path, batches: list[list[str]]) -> tuple[Any, ...]:
-    run = Step6Run(
-        ScriptedTarget([], tmp_path),  # type: ignore[arg-type]
-        RunRecord(job=base[1]),
-        {},
-        signal=re.compile(r"Global Step: +\d+%\|"),
-        validated=None,
-    )
+def _read(batches: list[list[str]]) -> tuple[Any, ...]:
+    seen = Observed(0.0, re.compile(r"Global Step: +\d+%\|"), LogTail())
     for batch in batches:
-        run.take(Happening("log", 0.0, lines=batch))
-    log = run.log
-    phases = {c: p.message for c, p in run.rec.phases.items()}
-    return log.ray_line, log.script_line, log.signal_line, log.signal_text, phases
+        seen.take(Happening("log", 0.0, lines=batch))
+    log = seen.log
+    config = (log.config, log.unparsed_configs, OneNode().verdict(seen))
+    return log.ray_line, log.script_line, log.signal_line, log.signal_text, config
 
 
-@settings(
-    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(max_examples=200, deadline=None)
 @given(st.lists(SCRIPT_LINES, max_size=40), st.lists(st.integers(1, 7), max_size=40))
 def test_lines_read_in_batches_decide_as_lines_read_one_by_one(
-    base: Any, tmp_path: Path, lines: list[str], cuts: list[int]
+    lines: list[str], cuts: list[int]
 ) -> None:
     batches, i = [], 0
     for n in cuts:
@@ -139,7 +131,7 @@ def test_lines_read_in_batches_decide_as_lines_read_one_by_one(
             i += n
     if i < len(lines):
         batches.append(lines[i:])
-    assert _read(base, tmp_path, batches) == _read(base, tmp_path, [[x] for x in lines])
+    assert _read(batches) == _read([[x] for x in lines])
 
 
 def test_the_record_keeps_a_bounded_head_and_tail_of_any_log() -> None:

@@ -8,20 +8,31 @@ submission on the fake clock), so a verdict that waited for a deadline shows as 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from rlark_acceptance.run.step6 import Progress
-from rlark_acceptance.run.step6.run import SETTLE_SECONDS, TAIL_GRACE_SECONDS
+from rlark_acceptance.adapters.base import JobRef, PodStatus, TargetUnreachable
+from rlark_acceptance.run.step6 import Progress, build_plan, confirm_running
+from rlark_acceptance.run.step6.engine import SETTLE_SECONDS, TAIL_GRACE_SECONDS
+from rlark_acceptance.run.step6.location import Location
+from rlark_acceptance.run.step6.observed import Observed, Reading
+from rlark_acceptance.run.step6.output import Output
+from rlark_acceptance.run.step6.phase import Failed, ListPods, Passed, ReadOutputs
+from rlark_acceptance.run.step6.printed_config import AsValidated, OneNode
+from rlark_acceptance.run.step6.record import LogTail
+from rlark_acceptance.run.step6.scheduled import Scheduled
 from tests.run.scripted import (
     CONFIG,
     NODE,
+    POD,
     RAY,
     SIGNAL,
     TERMINAL,
+    ScriptedTarget,
     Step,
     end,
     happy_script,
@@ -464,3 +475,103 @@ def test_lines_already_read_decide_before_the_target_was_lost(base: Any, tmp_pat
     """The signal was printed and read before the API server went away: 6.4 passed."""
     rec, _ = run(base, tmp_path, [*started(), line(3.0, SIGNAL), lost(3.5, "gone")])
     assert rec.status("6.4") == "passed"
+
+
+# --- the phase protocol: a verdict from the observed state alone -------------------------
+
+
+def observed(*items: Step) -> Observed:
+    seen = Observed(0.0, re.compile(SIGNAL_PATTERN), LogTail())
+    for step in items:
+        seen.take(step.item)
+    return seen
+
+
+SIGNAL_PATTERN = r"Global Step:.*\b[1-9]\d*/\d+"
+
+
+def test_a_phase_asks_for_what_it_must_look_at_and_decides_on_the_answer() -> None:
+    """No adapter in reach: 6.2 asks for the Pods once its Pod runs, and decides on them;
+    the same state gives the same verdict."""
+    phase = Scheduled(NODE)
+    assert phase.verdict(observed(pod(0.1, "Pending", node=None))) is None
+    seen = observed(pod(0.1, "Pending", node=None), pod(1.0))
+    assert phase.verdict(seen) == phase.verdict(seen) == ListPods()
+    seen.pods = [seen.pod]  # type: ignore[list-item]
+    assert phase.verdict(seen) == Passed(f"one Pod, {POD}, on node {NODE}", at=1.0)
+    seen.pods = OSError("the API server said 500")  # a failed listing: the stream's Pod counts
+    assert isinstance(phase.verdict(seen), Passed)
+
+
+def test_6_5_reads_the_location_again_each_second_and_once_the_pod_is_over(
+    tmp_path: Path,
+) -> None:
+    from rlark_acceptance.storage import CheckpointReport, FileStore
+
+    loc = Location(FileStore(tmp_path), "ckpt", baseline={})
+    phase = Output(loc, delete_after=False)
+    seen = observed(*running())
+    assert phase.verdict(seen) == ReadOutputs(loc)
+    seen.outputs = Reading(at=seen.now, report=CheckpointReport("ckpt"))
+    assert not seen.outputs.report.ok  # type: ignore[union-attr]
+    assert phase.verdict(seen) is None  # just read: wait
+    seen.now += 1.0
+    assert phase.verdict(seen) == ReadOutputs(loc)  # a second later: read again
+    seen.outputs = Reading(at=seen.now, report=CheckpointReport("ckpt"))
+    seen.take(pod(2.5, "Failed", exit_code=1, reason="Error").item)
+    assert phase.verdict(seen) == ReadOutputs(loc)  # the Pod is over: its files are flushed
+    seen.outputs = Reading(at=2.6, report=CheckpointReport("ckpt"))
+    verdict = phase.verdict(seen)
+    assert isinstance(verdict, Failed) and verdict.at == 2.5
+    assert verdict.message.startswith("the Worker ended and ")
+
+
+def test_the_verdicts_of_the_read_along_checks_come_from_the_printed_config() -> None:
+    seen = observed(*started())
+    assert (OneNode().verdict(seen), AsValidated(CONFIG).verdict(seen)) == (None, None)
+    text = json.dumps(CONFIG, indent=2).splitlines()
+    seen = observed(*started(), *lines(2.1, *text))
+    assert OneNode().verdict(seen) == Passed("the config RLinf loaded has cluster.num_nodes 1")
+    assert AsValidated(CONFIG).verdict(seen) == Passed(
+        "the settings RLinf ran with equal the validated ones"
+    )
+
+
+def test_a_block_that_is_not_json_fails_1_1_until_the_config_is_printed(
+    base: Any, tmp_path: Path
+) -> None:
+    script = [*started(), *lines(2.1, "{", "  not: json", "}")]
+    script += [*lines(2.5, *json.dumps(CONFIG, indent=2).splitlines()), end(3.0)]
+    rec, _ = run(base, tmp_path, script, validated=CONFIG)
+    assert (rec.status("1.1"), rec.status("1.2")) == ("passed", "passed")
+    assert rec.printed_config == CONFIG
+
+
+def test_without_the_delete_6_5_passes_naming_the_checkpoint(base: Any, tmp_path: Path) -> None:
+    rec, t = run(base, tmp_path, happy_script(tmp_path / "store"), delete_after=False)
+    assert rec.status("6.5") == "passed" and t.deleted == []
+    assert rec.phases["6.5"].message.endswith("/checkpoints: global_step_1 intact (safetensors)")
+    assert rec.checkpoint_after_delete is None
+
+
+class PodsUnanswered(ScriptedTarget):
+    """A target whose Pod listing fails once the run is over (its API server went away)."""
+
+    def pods(self, ref: JobRef) -> list[PodStatus]:
+        if self.deleted:
+            raise TargetUnreachable("the API server is unreachable")
+        return super().pods(ref)
+
+
+def test_pods_that_cannot_be_listed_at_the_end_are_no_proof_the_worker_is_gone(
+    base: Any, tmp_path: Path
+) -> None:
+    prof, job = base
+    t = PodsUnanswered(happy_script(tmp_path / "store"), tmp_path / "store")
+    (tmp_path / "store").mkdir()
+    rec = confirm_running(t, build_plan(prof, job, validated=CONFIG), clock=t.clock)  # type: ignore[arg-type]
+    assert rec.passed and rec.pods == []
+    assert rec.pods_unread == (
+        "the Worker's Pods could not be read for the record: the API server is unreachable"
+    )
+    assert rec.warnings == [rec.pods_unread]

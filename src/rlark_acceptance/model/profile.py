@@ -6,7 +6,6 @@ credentials come from the environment and the standard chains.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -16,17 +15,8 @@ from typing import Any
 from rlark_acceptance.model.errors import InputError
 from rlark_acceptance.model.findings import Location
 from rlark_acceptance.model.keypath import dotted
+from rlark_acceptance.model.timeouts import Timeouts, parse_timeouts
 from rlark_acceptance.model.yamlsrc import YamlDoc, load_yaml
-
-DEFAULT_TIMEOUTS = {
-    "scheduled": 300.0,
-    "rayHead": 600.0,
-    "firstSignal": 1800.0,
-    "output": 3600.0,
-    # Not a phase: how long the target's API server may stay unreachable before the phase
-    # waited for fails naming it (an API server restart takes seconds).
-    "apiServer": 30.0,
-}
 
 
 @dataclass
@@ -84,7 +74,7 @@ class Profile:
     job: Path | None
     run_info: RunInfo
     real_robot_confirmed: bool
-    timeouts: dict[str, float]
+    timeouts: Timeouts
     job_normaliser: str | None = None  # a site's own reader of its console's Job YAML
 
     def loc(self, *keys: Any) -> Location:
@@ -198,12 +188,7 @@ def load_profile(path: str | Path) -> Profile:
         expected_output=ri.get("expectedOutput"),
         expected_node=_str(ri.get("expectedNode")),
     )
-    timeouts = dict(DEFAULT_TIMEOUTS)
-    for k, v in _section(doc, "timeouts").items():
-        bad = not isinstance(v, int | float) or isinstance(v, bool)
-        if bad or not math.isfinite(v) or v <= 0:
-            raise InputError(str(doc.loc("timeouts", k)), f"timeouts.{k} must be positive seconds")
-        timeouts[str(k)] = float(v)
+    timeouts = parse_timeouts(doc, _section(doc, "timeouts"))
     safety = _section(doc, "safety")
     confirmed = safety.get("realRobotConfirmed", False)
     if not isinstance(confirmed, bool):

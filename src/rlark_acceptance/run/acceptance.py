@@ -3,46 +3,27 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
-
-import yaml
 
 from rlark_acceptance.adapters.base import Adapter
-from rlark_acceptance.model.job import Job
 from rlark_acceptance.model.profile import Profile
 from rlark_acceptance.preflight.entry import PreflightResult, preflight_profile
 from rlark_acceptance.run import progress
+from rlark_acceptance.run.outcome import AcceptanceRun
 from rlark_acceptance.run.step6 import (
     Interrupted,
     PhaseResult,
     Progress,
     RunRecord,
     confirm_running,
+    manifest_of,
+    plan_for,
 )
 
-
-@dataclass
-class AcceptanceRun:
-    preflight: PreflightResult
-    record: RunRecord | None  # None: stopped at the pre-flight, nothing submitted
-
-    def __repr__(self) -> str:  # allure stores step arguments' reprs: compact, no inputs
-        return f"AcceptanceRun({self.preflight!r}, {self.record!r})"
-
-    @property
-    def submitted(self) -> bool:
-        return self.record is not None and self.record.ref is not None
-
-
-def manifest_of(job: Job) -> str:
-    """The Job YAML as submitted: the document the console showed, unchanged."""
-    return yaml.safe_dump(job.doc.data, sort_keys=False, allow_unicode=True)
+__all__ = ["AcceptanceRun", "accept", "manifest_of", "submit_and_confirm"]
 
 
 def submit_and_confirm(
     adapter: Adapter,
-    profile: Profile,
     pre: PreflightResult,
     *,
     on_phase: Callable[[PhaseResult], None] | None = None,
@@ -52,21 +33,10 @@ def submit_and_confirm(
 ) -> RunRecord:
     """Step 6 for the Job the pre-flight read, whatever the pre-flight said, as run
     ``run_id`` (a new one by default)."""
-    assert pre.job is not None, "the profile yields no Job YAML"
-    validated: dict[str, Any] | None = None
-    if pre.validated is not None:
-        validated = pre.validated.config.resolved()
+    plan = plan_for(pre, run_id=run_id, delete_after=delete_after)
     try:
         return confirm_running(
-            adapter,
-            pre.job,
-            manifest_of(pre.job),
-            profile,
-            validated_config=validated,
-            on_phase=on_phase,
-            on_progress=on_progress or progress.emit,
-            delete_after=delete_after,
-            run_id=run_id,
+            adapter, plan, on_phase=on_phase, on_progress=on_progress or progress.emit
         )
     finally:
         progress.emit(None)
@@ -87,7 +57,7 @@ def accept(
     if pre.verdict != "pass":
         return AcceptanceRun(pre, None)
     try:
-        rec = submit_and_confirm(adapter, profile, pre, on_phase=on_phase, run_id=run_id)
+        rec = submit_and_confirm(adapter, pre, on_phase=on_phase, run_id=run_id)
         return AcceptanceRun(pre, rec)
     except Interrupted as exc:
         exc.run = AcceptanceRun(pre, exc.record)

@@ -14,9 +14,10 @@ from typing import Any
 from rlark_acceptance.model.doc_checks import earliest
 from rlark_acceptance.model.findings import Severity
 from rlark_acceptance.preflight.entry import PreflightResult, sorted_findings
-from rlark_acceptance.run.acceptance import AcceptanceRun, manifest_of
+from rlark_acceptance.run.outcome import AcceptanceRun
 from rlark_acceptance.run.report import CheckResult
 from rlark_acceptance.run.step6.log import is_script_output
+from rlark_acceptance.run.step6.plan import manifest_of
 
 NOT_REACHED = "not reached"  # how a step says its check was never reached (a skip reason)
 

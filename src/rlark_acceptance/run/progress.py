@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from rlark_acceptance.run.step6.run import Progress
+    from rlark_acceptance.run.step6.engine import Progress
 
 Listener = Callable[["Progress | None"], None]
 _LISTENERS: list[Listener] = []

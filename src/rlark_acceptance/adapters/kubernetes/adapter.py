@@ -71,7 +71,7 @@ from rlark_acceptance.adapters.local.s3 import client as s3_client
 from rlark_acceptance.model.errors import InputError
 from rlark_acceptance.model.inventory import node_from_k8s
 from rlark_acceptance.model.job import JOB_NAME_LABEL, Job, Mount
-from rlark_acceptance.model.profile import DEFAULT_TIMEOUTS, NodeSpec, Profile
+from rlark_acceptance.model.profile import NodeSpec, Profile
 from rlark_acceptance.storage.store import FileStore, S3Store, Store
 
 GROUP, VERSION, PLURAL = "rlark.io", "v1alpha1", "jobs"
@@ -219,7 +219,7 @@ class KubernetesAdapter:
         probe(self.api, source)
         self.core = client.CoreV1Api(self.api)
         self.custom = client.CustomObjectsApi(self.api)
-        bound = float(profile.timeouts.get("apiServer", DEFAULT_TIMEOUTS["apiServer"]))
+        bound = profile.timeouts.api_server
         self.reach = Reach(str(self.api.configuration.host), bound)
         wanted = opts.get("cluster")
         names = wanted if isinstance(wanted, list) else [wanted] if wanted else [kube_cluster]

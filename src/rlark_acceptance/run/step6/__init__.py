@@ -1,18 +1,21 @@
 """Step 6 确认任务开始运行: submit the Job and confirm, in the page's order, that it works.
 
-One object per check (``listed`` 6.1, ``scheduled`` 6.2, ``ray_head`` 6.3, ``first_signal``
-6.4, ``output`` 6.5; ``printed_config`` reads 1.1 / 1.2 from the log at run time), each with
-its timeout key, what advances it and what fails it; ``run.Step6Run`` holds the shared state
-and the observation loop; ``record.RunRecord`` is what the steps and reports read.
+``plan.Step6Plan`` is the run as data (built once from the pre-flight); ``phase`` is the one
+shape of a check (a verdict from the ``observed`` state, probes for what it must look at);
+one module per check (``listed`` 6.1, ``scheduled`` 6.2, ``ray_head`` 6.3, ``first_signal``
+6.4, ``output`` 6.5, ``printed_config`` 1.1 / 1.2 read along); ``engine`` alone waits,
+keeps the clock, calls the adapter and writes ``record.RunRecord``, which the steps and
+reports read; ``confirm`` runs the phases in order and settles what the run leaves.
 """
 
 from __future__ import annotations
 
 from rlark_acceptance.run.step6.confirm import Interrupted, confirm_running
+from rlark_acceptance.run.step6.engine import PhaseFailed, Progress
 from rlark_acceptance.run.step6.log import RAY_STARTED, is_script_output
-from rlark_acceptance.run.step6.outputs import KEEP_OUTPUTS, keep_outputs_policy
+from rlark_acceptance.run.step6.outputs import KEEP_OUTPUTS
+from rlark_acceptance.run.step6.plan import Step6Plan, build_plan, manifest_of, plan_for
 from rlark_acceptance.run.step6.record import ORDER, PHASES, PhaseResult, RunRecord, Status
-from rlark_acceptance.run.step6.run import PhaseFailed, Progress, Step6Run
 
 __all__ = [
     "KEEP_OUTPUTS",
@@ -25,8 +28,10 @@ __all__ = [
     "Progress",
     "RunRecord",
     "Status",
-    "Step6Run",
+    "Step6Plan",
+    "build_plan",
     "confirm_running",
     "is_script_output",
-    "keep_outputs_policy",
+    "manifest_of",
+    "plan_for",
 ]

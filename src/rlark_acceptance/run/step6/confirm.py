@@ -1,28 +1,32 @@
-"""Step 6 in the page's order: submit, then each phase in turn; evidence collected at the end."""
+"""Step 6 in the page's order: the output location read before submitting, then each phase in
+turn on the engine, then the evidence and what the run leaves behind."""
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from rlark_acceptance.adapters.base import LOG_LOST, Adapter, Event
+from rlark_acceptance.adapters.base import LOG_LOST, Adapter, Event, PodStatus
 from rlark_acceptance.model.job import Job
-from rlark_acceptance.model.profile import Profile
+from rlark_acceptance.run.step6.engine import Engine, PhaseFailed, Progress
 from rlark_acceptance.run.step6.first_signal import FirstSignal
-from rlark_acceptance.run.step6.journal import identity, open_journal, sweep_dead_runs
+from rlark_acceptance.run.step6.journal import Journal, identity, open_journal, sweep_dead_runs
 from rlark_acceptance.run.step6.listed import Listed
-from rlark_acceptance.run.step6.output import Location, Output, locate, output_store
-from rlark_acceptance.run.step6.outputs import keep_outputs_policy, output_root, settle_outputs
+from rlark_acceptance.run.step6.location import Location, Unlocated, locate, output_store
+from rlark_acceptance.run.step6.output import Output
+from rlark_acceptance.run.step6.outputs import settle_outputs
+from rlark_acceptance.run.step6.phase import Phase
+from rlark_acceptance.run.step6.plan import Step6Plan
+from rlark_acceptance.run.step6.printed_config import AsValidated, OneNode
 from rlark_acceptance.run.step6.ray_head import RayHead
 from rlark_acceptance.run.step6.record import PHASES, PhaseResult, RunRecord
-from rlark_acceptance.run.step6.run import PhaseFailed, Progress, Step6Run
-from rlark_acceptance.run.step6.run_id import for_run, new_run_id, output_mount
+from rlark_acceptance.run.step6.run_id import output_mount
 from rlark_acceptance.run.step6.scheduled import Scheduled
 
 if TYPE_CHECKING:
-    from rlark_acceptance.run.acceptance import AcceptanceRun
+    from rlark_acceptance.run.outcome import AcceptanceRun
 
 
 class Interrupted(KeyboardInterrupt):
@@ -34,104 +38,153 @@ class Interrupted(KeyboardInterrupt):
         self.run: AcceptanceRun | None = None  # set by ``accept``, which has the pre-flight
 
 
+def phases(plan: Step6Plan, expected: Location | Unlocated) -> tuple[list[Phase], list[Phase]]:
+    """The phases awaited in the page's order, and those read along the way."""
+    awaited: list[Phase] = [
+        Listed(plan.manifest),
+        Scheduled(plan.expected_node),
+        RayHead(),
+        FirstSignal(),
+        Output(expected, delete_after=plan.delete_after),
+    ]
+    along: list[Phase] = [OneNode()]
+    if plan.validated is not None:
+        along.append(AsValidated(plan.validated))
+    return awaited, along
+
+
 def confirm_running(
     adapter: Adapter,
-    job: Job,
-    manifest: str,
-    profile: Profile,
+    plan: Step6Plan,
     *,
-    validated_config: dict[str, Any] | None = None,
     on_phase: Callable[[PhaseResult], None] | None = None,
     on_progress: Callable[[Progress], None] | None = None,
-    delete_after: bool = True,
     clock: Callable[[], float] = time.monotonic,
-    run_id: str | None = None,
 ) -> RunRecord:
-    """Submit ``job`` as run ``run_id`` (a new one by default: ``run_id.for_run``) and run
-    Step 6; never raises for what the target does wrong.
+    """Submit ``plan.job`` and run Step 6; never raises for what the target does wrong.
 
     Raises ``Interrupted`` (a KeyboardInterrupt) with the record so far on SIGINT / SIGTERM.
     """
-    ri = profile.run_info
-    signal = re.compile(str(ri.first_signal)) if ri.first_signal else None
-    policy = keep_outputs_policy(profile)
-    run_id = run_id or new_run_id()
-    user_job = job
-    job, manifest = for_run(user_job, manifest, run_id, output_root(profile))
-    runs_own = _runs_own(adapter, user_job, output_root(profile))
-    # Located, and listed, before submitting: what is there already is not this run's.
-    located = locate(adapter, job, ri.expected_output)
-    outputs = _outputs(adapter, job, profile, runs_own, located)
-    shared = runs_own[1] if runs_own is not None else None
-    if (
-        delete_after
-        and isinstance(outputs, Location)
-        and sweep_dead_runs(
-            outputs,
-            shared=shared,
-            locate_run=lambda dead: _outputs(
-                adapter, for_run(user_job, "", dead, output_root(profile))[0], profile, runs_own
-            ),
-        )
-    ):
-        # A killed run's objects were removed: what is there before this run changed.
-        located = locate(adapter, job, ri.expected_output)
-        outputs = _outputs(adapter, job, profile, runs_own, located)
-    # Held until the outputs are settled: if this run is killed outright, the next one
-    # removes what it wrote.
-    journaled = delete_after and policy != "always" and isinstance(outputs, Location)
-    journal = (
-        open_journal(outputs, run_id=run_id, shared=shared)
-        if journaled and isinstance(outputs, Location)
-        else None
-    )
-    run = Step6Run(
+    where = Outputs.before_submission(adapter, plan)
+    awaited, along = phases(plan, where.expected)
+    engine = Engine(
         adapter,
-        RunRecord(job=job, run_id=run_id),
-        profile.timeouts,
-        signal=signal,
-        validated=validated_config,
+        RunRecord(job=plan.job, run_id=plan.run_id),
+        plan.timeouts,
+        signal=plan.signal,
+        read_along=along,
         clock=clock,
         on_phase=on_phase,
         on_progress=on_progress,
     )
-    rec = run.rec
+    rec = engine.rec
     interrupt: KeyboardInterrupt | None = None
     try:
-        Listed(manifest).run(run)
-        assert rec.ref is not None
-        run.stream = adapter.observe(rec.ref)
-        for phase in (Scheduled(ri.expected_node), RayHead(), FirstSignal()):
-            run.wait(phase)
-        Output(located, delete_after=delete_after).run(run)
+        for phase in awaited:
+            engine.run(phase)
     except PhaseFailed:
         pass
     except KeyboardInterrupt as exc:
         rec.interrupted, interrupt = True, exc
     finally:
-        if run.stream is not None:
-            run.stream.close()  # a Worker that prints on after its verdict costs nothing
-        lost = [e for e in rec.events if e.reason == LOG_LOST]
-        if rec.ref is not None:
-            rec.pods = _safe(lambda: adapter.pods(rec.ref), [])  # type: ignore[arg-type]
-            rec.events = _safe(lambda: adapter.events(rec.ref), []) + lost  # type: ignore[arg-type]
-    _log_lost(rec, lost)
-    for check in PHASES:
-        if check not in rec.phases:
-            failed = rec.earliest_failure
-            why = f"not reached: {failed.check} failed" if failed else "not reached"
-            if rec.interrupted:
-                why = "not reached: the run was interrupted"
-            rec.phases[check] = PhaseResult(check, "skipped", why)
-    try:
-        if delete_after:
-            settle_outputs(run, outputs, policy)
-    finally:
-        if journal is not None:
-            journal.close()
+        if engine.stream is not None:
+            engine.stream.close()  # a Worker that prints on after its verdict costs nothing
+    _finish(adapter, engine, plan, where)
     if interrupt is not None:
         raise Interrupted(rec) from interrupt
     return rec
+
+
+def _finish(adapter: Adapter, engine: Engine, plan: Step6Plan, where: Outputs) -> None:
+    """The evidence into the record, what was not reached said so, the outputs settled."""
+    rec = engine.rec
+    lost = [e for e in rec.events if e.reason == LOG_LOST]
+    if rec.ref is not None:
+        rec.pods, rec.events = _evidence(adapter, rec, lost)
+    _log_lost(rec, lost)
+    _not_reached(rec)
+    try:
+        if plan.delete_after:
+            settle_outputs(
+                adapter, rec, where.outputs, plan.keep_outputs, worker_deleted=engine.worker_deleted
+            )
+    finally:
+        if where.journal is not None:
+            where.journal.close()
+
+
+@dataclass
+class Outputs:
+    """The expected location (6.5) and what the run may remove afterwards, both listed
+    before submitting (what is there already is not this run's), and the journal held on
+    them until the outputs are settled (if this run is killed outright, the next one removes
+    what it wrote)."""
+
+    expected: Location | Unlocated
+    outputs: Location | Unlocated
+    journal: Journal | None = field(default=None)
+
+    @classmethod
+    def before_submission(cls, adapter: Adapter, plan: Step6Plan) -> Outputs:
+        runs_own = _runs_own(adapter, plan.exported, plan.output_root)
+        shared = runs_own[1] if runs_own is not None else None
+
+        own = runs_own[0] if runs_own is not None else plan.output_root
+
+        def written(job: Job, known: Location | Unlocated | None = None) -> Location | Unlocated:
+            return locate(adapter, job, own, known=known)
+
+        def located(job: Job) -> tuple[Location | Unlocated, Location | Unlocated]:
+            expected = locate(adapter, job, plan.expected_output)
+            return expected, written(job, expected)
+
+        expected, outputs = located(plan.job)
+        if (
+            plan.delete_after
+            and isinstance(outputs, Location)
+            and sweep_dead_runs(
+                outputs, shared=shared, locate_run=lambda dead: written(plan.job_of(dead))
+            )
+        ):
+            # A killed run's objects were removed: what is there before this run changed.
+            expected, outputs = located(plan.job)
+        journal = None
+        if plan.delete_after and plan.keep_outputs != "always" and isinstance(outputs, Location):
+            journal = open_journal(outputs, run_id=plan.run_id, shared=shared)
+        return cls(expected, outputs, journal)
+
+
+def _runs_own(adapter: Adapter, job: Job, root: object) -> tuple[str, str] | None:
+    """When the run's outputs go to a location of its own: the mount's path in the Worker
+    and the identity of the profile's location it lies under."""
+    mount = output_mount(job, root)
+    if mount is None or not mount.container_path:
+        return None
+    try:
+        found = output_store(adapter, job, mount.container_path)
+    except Exception:  # any adapter's failure to name the store: 6.5 names it (``locate``)
+        return None
+    return (mount.container_path, identity(Location(*found))) if found else None
+
+
+def _evidence(
+    adapter: Adapter, rec: RunRecord, lost: list[Event]
+) -> tuple[list[PodStatus], list[Event]]:
+    """The Job's Pods and Events as the target has them now, for the record. A target that
+    cannot say is a warning of the record: it never hides the verdict."""
+    assert rec.ref is not None
+    pods, events = rec.pods, rec.events
+    try:
+        pods = adapter.pods(rec.ref)
+    except Exception as exc:  # any adapter's failure: the verdict stands, the record says so
+        rec.pods_unread = f"the Worker's Pods could not be read for the record: {exc}"
+        rec.warnings.append(rec.pods_unread)
+        pods = []
+    try:
+        events = adapter.events(rec.ref) + lost
+    except Exception as exc:  # as above; the Events seen while the run watched are kept
+        rec.warnings.append(f"the Job's Events could not be read for the record: {exc}")
+    return pods, events
 
 
 def _log_lost(rec: RunRecord, lost: list[Event]) -> None:
@@ -152,35 +205,11 @@ def _log_lost(rec: RunRecord, lost: list[Event]) -> None:
             rec.phases.setdefault(check, PhaseResult(check, "skipped", why))
 
 
-def _runs_own(adapter: Adapter, job: Job, root: object) -> tuple[str, str] | None:
-    """When the run's outputs go to a location of its own: the mount's path in the Worker
-    and the identity of the profile's location it lies under."""
-    mount = output_mount(job, root)
-    if mount is None or not mount.container_path:
-        return None
-    try:
-        found = output_store(adapter, job, mount.container_path)
-    except Exception:  # 6.5 names the cause once the run gets there
-        return None
-    return (mount.container_path, identity(Location(*found))) if found else None
-
-
-def _outputs(
-    adapter: Adapter,
-    job: Job,
-    profile: Profile,
-    runs_own: tuple[str, str] | None,
-    known: Location | str | None = None,
-) -> Location | str:
-    """What the run may remove afterwards: all of its own location (everything the Worker
-    wrote to that mount, directory markers included), else what it wrote under the output
-    folder."""
-    where = runs_own[0] if runs_own is not None else output_root(profile)
-    return locate(adapter, job, where, known=known)
-
-
-def _safe(fn: Callable[[], Any], default: Any) -> Any:
-    try:
-        return fn()
-    except Exception:  # evidence collection must never hide the original verdict
-        return default
+def _not_reached(rec: RunRecord) -> None:
+    for check in PHASES:
+        if check not in rec.phases:
+            failed = rec.earliest_failure
+            why = f"not reached: {failed.check} failed" if failed else "not reached"
+            if rec.interrupted:
+                why = "not reached: the run was interrupted"
+            rec.phases[check] = PhaseResult(check, "skipped", why)

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
+from rlark_acceptance.model.timeouts import Bound
 from rlark_acceptance.run.step6.log import is_script_output
-from rlark_acceptance.run.step6.record import Status
-
-if TYPE_CHECKING:
-    from rlark_acceptance.run.step6.run import Step6Run
-
+from rlark_acceptance.run.step6.observed import Observed
+from rlark_acceptance.run.step6.phase import Decision, Failed, Passed, Phase
 
 # What training progress looks like in a log whatever the pattern: a step / epoch /
 # iteration counter (a whole number: RLinf's metric table also prints timings such as
@@ -44,28 +42,29 @@ def progress_hint(log: Iterable[str]) -> str:
     return f"; the last progress-like line was: {line!r}"
 
 
-class FirstSignal:
+class FirstSignal(Phase):
     check: ClassVar[str] = "6.4"
-    timeout_key: ClassVar[str] = "firstSignal"
+    bound: ClassVar[Bound | None] = Bound.FIRST_SIGNAL
 
-    def verdict(self, run: Step6Run) -> tuple[Status, str] | None:
-        log = run.log
+    def verdict(self, seen: Observed) -> Decision:
+        log = seen.log
         if log.signal is None:
-            return "failed", "no first signal was prepared (runInfo.firstSignal)"
+            return Failed("no first signal was prepared (runInfo.firstSignal)")
         if log.signal_line is None:
             return None
-        signal_at = log.signal_at if log.signal_at is not None else run.now
-        run.rec.signal_lag = run.clock() - signal_at
-        run.rec.durations["firstSignal"] = run.since(signal_at)
-        return (
-            "passed",
+        return Passed(
             f"log line {log.signal_line + 1} shows the first signal: "
             f"{(log.signal_text or '').strip()[:160]}",
+            at=log.signal_at if log.signal_at is not None else seen.happened_at,
         )
 
-    def over(self, run: Step6Run) -> str:
-        pattern = run.log.signal.pattern if run.log.signal is not None else ""
+    def over(self, seen: Observed) -> str:
+        pattern = seen.log.signal.pattern if seen.log.signal is not None else ""
         return (
-            f"the logs never showed /{pattern}/ and the Worker ended: {run.pod_text()}"
-            f"{progress_hint(run.rec.log)}"
+            f"the logs never showed /{pattern}/ and the Worker ended: {seen.pod_text()}"
+            f"{progress_hint(seen.tail)}"
         )
+
+    def timed_out(self, seen: Observed, seconds: float) -> str:
+        """Says what the Worker printed instead of the signal."""
+        return super().timed_out(seen, seconds) + progress_hint(seen.tail)

@@ -1,38 +1,35 @@
-"""6.1 任务列表中出现本次 Job: the platform accepts the Job and lists it."""
+"""6.1 任务列表中出现本次 Job: the platform accepts the Job and lists it.
+
+Decided at once from two probes: the submission (a refusal or an unreachable target fails
+it) and the platform's Job list (the Job missing from it fails it).
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
-from rlark_acceptance.adapters.base import SubmitRejected, TargetUnreachable
-from rlark_acceptance.run.step6.run import unreachable_text
-
-if TYPE_CHECKING:
-    from rlark_acceptance.run.step6.run import Step6Run
+from rlark_acceptance.adapters.base import TargetUnreachable
+from rlark_acceptance.run.step6.observed import Observed, unreachable_text
+from rlark_acceptance.run.step6.phase import Decision, Failed, ListJobs, Passed, Phase, Submit
 
 
-class Listed:
-    """Passes when the submitted Job is in the platform's list; a refusal fails it."""
-
+class Listed(Phase):
     check: ClassVar[str] = "6.1"
 
     def __init__(self, manifest: str) -> None:
         self.manifest = manifest
 
-    def run(self, run: Step6Run) -> None:
-        rec = run.rec
-        try:
-            rec.ref = run.adapter.submit(rec.job, self.manifest)
-        except SubmitRejected as exc:
-            raise run.fail("6.1", f"the platform refused the Job: {exc}") from None
-        except TargetUnreachable as exc:
-            raise run.fail("6.1", unreachable_text(exc)) from None
-        rec.durations["submit"] = run.since()
-        ref = rec.ref
-        try:
-            listed = run.adapter.list_jobs(ref.namespace)
-        except TargetUnreachable as exc:
-            raise run.fail("6.1", unreachable_text(exc)) from None
-        if ref.name not in listed:
-            raise run.fail("6.1", f"job {ref.name} was submitted but the platform does not list it")
-        run.done("6.1", "passed", f"job {ref.name} is listed")
+    def verdict(self, seen: Observed) -> Decision:
+        if isinstance(seen.refused, TargetUnreachable):
+            return Failed(unreachable_text(seen.refused))
+        if seen.refused is not None:
+            return Failed(f"the platform refused the Job: {seen.refused}")
+        if seen.ref is None:
+            return Submit(self.manifest)
+        if seen.listed is None:
+            return ListJobs()
+        if isinstance(seen.listed, TargetUnreachable):
+            return Failed(unreachable_text(seen.listed))
+        if seen.ref.name not in seen.listed:
+            return Failed(f"job {seen.ref.name} was submitted but the platform does not list it")
+        return Passed(f"job {seen.ref.name} is listed")

@@ -1,5 +1,6 @@
 """Reading the Worker's log as it arrives: Ray's start-up, the run script's first output,
-the config RLinf prints at start-up, the first signal."""
+the config RLinf prints at start-up, the first signal. What it found is state the phases
+decide from; it writes nothing and judges nothing."""
 
 from __future__ import annotations
 
@@ -7,12 +8,7 @@ import json
 import re
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
-
-from rlark_acceptance.run.step6.printed_config import printed_config_checks
-
-if TYPE_CHECKING:
-    from rlark_acceptance.run.step6.run import Step6Run
+from typing import Any
 
 RAY_STARTED = re.compile(r"Ray runtime started")
 
@@ -101,19 +97,19 @@ def matching_lines(
 
 
 class LogReader:
-    """Line indices of what Step 6 looks for; records 1.1 / 1.2 once the config is printed.
+    """Line indices of what Step 6 looks for, and the config RLinf printed at start-up.
 
     Lines come in batches (as the target delivers them); nothing of them is kept here but
     the printed config while it is being read and the first signal's line.
     """
 
-    def __init__(
-        self, run: Step6Run, signal: re.Pattern[str] | None, validated: dict[str, Any] | None
-    ) -> None:
-        self.run = run
+    def __init__(self, signal: re.Pattern[str] | None) -> None:
         self.signal = signal
         self._signal_block = block_pattern(signal) if signal is not None else None
-        self.validated = validated
+        # The config RLinf printed (parsed), once a ``{`` ... ``}`` block was JSON; blocks
+        # that were not are counted (1.1 says so until a later block parses).
+        self.config: dict[str, Any] | None = None
+        self.unparsed_configs = 0
         self.ray_line: int | None = None
         self.script_line: int | None = None
         self.signal_line: int | None = None
@@ -180,7 +176,7 @@ class LogReader:
         """RLinf prints its resolved config as indented JSON right after start-up:
         ``{`` ... ``}``."""
         i = start
-        while self.run.rec.printed_config is None and i < len(lines):
+        while self.config is None and i < len(lines):
             if self._json is None:
                 found = first_line(lines, text, _CONFIG_OPEN, _opens_config, i)
                 if found is None:
@@ -198,10 +194,13 @@ class LogReader:
             parsed = "\n".join(self._json)
             self._json = None
             try:
-                self.run.rec.printed_config = json.loads(parsed)
+                value = json.loads(parsed)
             except ValueError:
-                self.run.rec.printed_config = None
-            printed_config_checks(self.run, self.validated)
+                value = None
+            if isinstance(value, dict):
+                self.config = value
+            else:
+                self.unparsed_configs += 1
 
 
 def _last(indices: Iterator[int]) -> int | None:

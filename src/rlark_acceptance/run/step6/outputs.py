@@ -8,42 +8,30 @@ are touched: everything listed at the location before submission, unchanged, sta
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, cast
+from typing import Literal
 
-from rlark_acceptance.adapters.base import CleanupRefused, TargetUnreachable
-from rlark_acceptance.model.errors import InputError
-from rlark_acceptance.model.profile import Profile
+from rlark_acceptance.adapters.base import Adapter, CleanupRefused, TargetUnreachable
+from rlark_acceptance.run.step6.location import Location, Unlocated
+from rlark_acceptance.run.step6.record import RunRecord
 from rlark_acceptance.storage import ObjectNotFound, Removable, StoreError
-
-if TYPE_CHECKING:
-    from rlark_acceptance.run.step6.output import Location
-    from rlark_acceptance.run.step6.run import Step6Run
 
 KeepOutputs = Literal["onFailure", "always", "never"]
 KEEP_OUTPUTS: tuple[KeepOutputs, ...] = ("onFailure", "always", "never")
 
 
-def keep_outputs_policy(profile: Profile) -> KeepOutputs:
-    """``target.keepOutputs`` of the profile; a wrong value names the profile's line."""
-    value = profile.target.options.get("keepOutputs", "onFailure")
-    if value not in KEEP_OUTPUTS:
-        raise InputError(
-            str(profile.loc("target", "keepOutputs")),
-            f"target.keepOutputs must be one of {', '.join(KEEP_OUTPUTS)}, not {value!r}",
-        )
-    return cast(KeepOutputs, value)
+def settle_outputs(
+    adapter: Adapter,
+    rec: RunRecord,
+    loc: Location | Unlocated,
+    policy: KeepOutputs,
+    *,
+    worker_deleted: bool,
+) -> None:
+    """Remove or keep what this run wrote under ``loc``; never hides the run's verdict.
 
-
-def output_root(profile: Profile) -> object:
-    """The folder the run writes under: ``runInfo.paths.output``, else the checkpoints'."""
-    ri = profile.run_info
-    return ri.paths.get("output") or ri.paths.get("checkpoint") or ri.expected_output
-
-
-def settle_outputs(run: Step6Run, loc: Location | str, policy: KeepOutputs) -> None:
-    """Remove or keep what this run wrote under ``loc``; never hides the run's verdict."""
-    rec = run.rec
-    if isinstance(loc, str) or loc.baseline is None:
+    A Worker not deleted yet (``worker_deleted``) is deleted first: still writing, it would
+    write them again."""
+    if isinstance(loc, Unlocated) or loc.baseline is None:
         return  # no location, or its earlier content is unknown: touch nothing
     try:
         try:
@@ -58,13 +46,11 @@ def settle_outputs(run: Step6Run, loc: Location | str, policy: KeepOutputs) -> N
         if keep or not isinstance(loc.store, Removable):
             rec.outputs_kept = f"{loc.where} ({len(written)} objects written by this run)"
             return
-        if rec.ref is not None and not run.worker_deleted:
-            try:  # a Worker still writing would write them again
-                run.adapter.delete(rec.ref)
+        if rec.ref is not None and not worker_deleted:
+            try:
+                adapter.delete(rec.ref)
             except (CleanupRefused, TargetUnreachable) as exc:
                 rec.worker_left = rec.worker_left or f"the Worker could not be deleted: {exc}"
-            else:
-                run.worker_deleted = True
         if rec.worker_left is not None:
             rec.outputs_kept = (
                 f"{loc.where} ({len(written)} objects written by this run; kept: the Worker "

@@ -1,33 +1,51 @@
-"""Checks 1.1 and 1.2 at run time: the config RLinf printed at start-up is the validated one."""
+"""Checks 1.1 and 1.2 at run time: the config RLinf printed at start-up is the validated one.
+
+Read along: decided whenever the log reader has read the printed config, while the awaited
+phases wait (RLinf prints it between the run script's start, 6.3, and the first signal,
+6.4). A ``{`` ... ``}`` block that is not JSON fails 1.1 until a later block parses; 1.2 is
+judged only on a config that parsed. A Worker that never prints its config leaves both
+undecided (the record says why when its log lines were rotated away unread).
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, ClassVar
 
 from rlark_acceptance.rlinf.fingerprint import differences, fingerprint
+from rlark_acceptance.run.step6.observed import Observed
+from rlark_acceptance.run.step6.phase import Decision, Failed, Passed, Phase
 
-if TYPE_CHECKING:
-    from rlark_acceptance.run.step6.run import Step6Run
+
+class OneNode(Phase):
+    """1.1: RLinf loaded one node."""
+
+    check: ClassVar[str] = "1.1"
+
+    def verdict(self, seen: Observed) -> Decision:
+        cfg = seen.log.config
+        if cfg is None:
+            if seen.log.unparsed_configs:
+                return Failed("the config RLinf printed at start-up is not valid JSON")
+            return None
+        cluster = cfg.get("cluster")
+        n = cluster.get("num_nodes") if isinstance(cluster, dict) else None
+        message = f"the config RLinf loaded has cluster.num_nodes {n!r}"
+        return Passed(message) if n == 1 else Failed(message)
 
 
-def printed_config_checks(run: Step6Run, validated: dict[str, Any] | None) -> None:
-    """1.1: RLinf loaded one node; 1.2: the settings it runs with are the validated ones."""
-    cfg = run.rec.printed_config
-    if cfg is None:
-        run.done("1.1", "failed", "the config RLinf printed at start-up is not valid JSON")
-        return
-    n = (cfg.get("cluster") or {}).get("num_nodes")
-    run.done(
-        "1.1",
-        "passed" if n == 1 else "failed",
-        f"the config RLinf loaded has cluster.num_nodes {n!r}",
-    )
-    if validated is not None:
-        diffs = differences(fingerprint(validated), fingerprint(cfg))
-        run.done(
-            "1.2",
-            "passed" if not diffs else "failed",
-            "the settings RLinf ran with equal the validated ones"
-            if not diffs
-            else "the run differs from the validated config: " + "; ".join(diffs[:5]),
-        )
+class AsValidated(Phase):
+    """1.2: the settings RLinf runs with are the validated ones."""
+
+    check: ClassVar[str] = "1.2"
+
+    def __init__(self, validated: dict[str, Any]) -> None:
+        self.validated = fingerprint(validated)
+
+    def verdict(self, seen: Observed) -> Decision:
+        cfg = seen.log.config
+        if cfg is None:
+            return None
+        diffs = differences(self.validated, fingerprint(cfg))
+        if diffs:
+            return Failed("the run differs from the validated config: " + "; ".join(diffs[:5]))
+        return Passed("the settings RLinf ran with equal the validated ones")

@@ -8,36 +8,33 @@ deadline ``timeouts.rayHead`` otherwise.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
-from rlark_acceptance.run.step6.record import Status
-from rlark_acceptance.run.step6.run import CONTAINER_START_FAILURES
-
-if TYPE_CHECKING:
-    from rlark_acceptance.run.step6.run import Step6Run
+from rlark_acceptance.model.timeouts import Bound
+from rlark_acceptance.run.step6.observed import Observed
+from rlark_acceptance.run.step6.phase import CONTAINER_START_FAILURES, Decision, Passed, Phase
 
 
-class RayHead:
+class RayHead(Phase):
     check: ClassVar[str] = "6.3"
-    timeout_key: ClassVar[str] = "rayHead"
+    bound: ClassVar[Bound | None] = Bound.RAY_HEAD
 
-    def verdict(self, run: Step6Run) -> tuple[Status, str] | None:
-        log = run.log
+    def verdict(self, seen: Observed) -> Decision:
+        log = seen.log
         if log.ray_line is None or log.script_line is None:
             return None
-        run.rec.durations["rayHead"] = run.since(run.now)
-        return (
-            "passed",
+        return Passed(
             "the Ray head started and the run script began "
             f"(log lines {log.ray_line + 1} and {log.script_line + 1})",
+            at=seen.happened_at,
         )
 
-    def over(self, run: Step6Run) -> str:
-        pod = run.pod
+    def over(self, seen: Observed) -> str:
+        pod = seen.pod
         if pod is not None and pod.reason in CONTAINER_START_FAILURES:
             missing = "the Worker's container was never created"
-        elif run.log.ray_line is None:
+        elif seen.log.ray_line is None:
             missing = "the Ray head never started"
         else:
             missing = "the run script printed nothing after Ray started"
-        return f"{missing}: {run.pod_text()}"
+        return f"{missing}: {seen.pod_text()}"

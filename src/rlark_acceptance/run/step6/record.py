@@ -87,7 +87,9 @@ class RunRecord:
     checkpoint: CheckpointReport | None = None
     checkpoint_after_delete: CheckpointReport | None = None
     durations: dict[str, float] = field(default_factory=dict)
-    signal_lag: float | None = None  # seconds from the signal line's arrival to 6.4 passing
+    # Seconds from when the state showed a passing verdict (the signal line's arrival, say)
+    # to the verdict, by check.
+    lags: dict[str, float] = field(default_factory=dict)
     fault_at: float | None = None  # seconds after submission when the Worker showed the fault
     # The run's own outputs at the persistent location: where they were kept (a failing
     # run, or ``target.keepOutputs: always``), or how many objects were removed.
@@ -98,10 +100,18 @@ class RunRecord:
     # lines of the Worker's log the target rotated away unread.
     warnings: list[str] = field(default_factory=list)
     worker_left: str | None = None  # why the Worker could not be deleted (then still there)
+    # Why the Job's Pods could not be listed for the record at the end (``pods`` then says
+    # nothing: an empty list is no proof that the Worker is gone).
+    pods_unread: str | None = None
 
     def __repr__(self) -> str:  # the log and the Job may hold secrets: reprs reach reports
         phases = {c: p.status for c, p in self.phases.items()}
         return f"RunRecord({self.job.name!r}, phases={phases})"
+
+    @property
+    def signal_lag(self) -> float | None:
+        """Seconds from the first signal line's arrival to 6.4 passing."""
+        return self.lags.get("6.4")
 
     def status(self, check: str) -> Status:
         return self.phases[check].status if check in self.phases else "skipped"

@@ -2,55 +2,59 @@
 
 Advanced by the Pod leaving Pending on a node (running, or already finished), or by a Pod
 bound to its node whose container could not be created or whose volumes do not mount (a
-FailedMount Event): that is the Worker's start, 6.3.
-Failed at once by Unschedulable, an image that cannot be pulled, CrashLoopBackOff, a second
-Pod, another node; by the deadline ``timeouts.scheduled`` otherwise.
+FailedMount Event): that is the Worker's start, 6.3. Then the Pods of the Job are listed
+(a probe): a second Pod fails it, as does another node.
+Failed at once by Unschedulable, an image that cannot be pulled, CrashLoopBackOff; by the
+deadline ``timeouts.scheduled`` otherwise.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from rlark_acceptance.adapters.base import FATAL_REASONS
-from rlark_acceptance.run.step6.record import Status
-from rlark_acceptance.run.step6.run import CONTAINER_START_FAILURES
+from rlark_acceptance.model.timeouts import Bound
+from rlark_acceptance.run.step6.observed import Observed
+from rlark_acceptance.run.step6.phase import (
+    CONTAINER_START_FAILURES,
+    Decision,
+    Failed,
+    ListPods,
+    Passed,
+    Phase,
+)
 
-if TYPE_CHECKING:
-    from rlark_acceptance.run.step6.run import Step6Run
 
-
-class Scheduled:
+class Scheduled(Phase):
     check: ClassVar[str] = "6.2"
-    timeout_key: ClassVar[str] = "scheduled"
+    bound: ClassVar[Bound | None] = Bound.SCHEDULED
 
     def __init__(self, expected_node: str | None) -> None:
         self.expected_node = expected_node
 
-    def verdict(self, run: Step6Run) -> tuple[Status, str] | None:
-        pod = run.pod
+    def verdict(self, seen: Observed) -> Decision:
+        pod = seen.pod
         if pod is None:
             return None
         # Bound to its node, but its volumes or container cannot be set up there: that is the
         # Worker's start (6.3). Kubernetes keeps such a Pod Pending and says so in Events.
-        mount_failed = run.warning is not None and run.warning.reason == "FailedMount"
+        mount_failed = seen.warning is not None and seen.warning.reason == "FailedMount"
         placed = bool(pod.node) and (pod.reason in CONTAINER_START_FAILURES or mount_failed)
         if pod.reason in FATAL_REASONS and not placed:
-            return (
-                "failed",
-                f"pod {pod.name} is {pod.phase}: {pod.reason}: {pod.message or ''}".strip(),
+            return Failed(
+                f"pod {pod.name} is {pod.phase}: {pod.reason}: {pod.message or ''}".strip()
             )
         if pod.phase == "Pending" and not placed:
             return None  # not bound yet, or bound and its container not started yet
-        try:
-            pods = run.adapter.pods(run.rec.ref)  # type: ignore[arg-type]
-        except Exception:  # the Pod seen in the stream is evidence enough of one Pod
-            pods = [pod]
+        if seen.pods is None:
+            return ListPods()
+        # A listing that failed: the Pod seen in the stream is evidence enough of one Pod.
+        pods = [pod] if isinstance(seen.pods, Exception) else seen.pods
         if len(pods) != 1:
-            return "failed", f"{len(pods)} Pods for one Worker: {', '.join(p.name for p in pods)}"
+            return Failed(f"{len(pods)} Pods for one Worker: {', '.join(p.name for p in pods)}")
         if self.expected_node and pod.node != self.expected_node:
-            return "failed", f"pod {pod.name} runs on {pod.node}, expected {self.expected_node}"
-        run.rec.durations["scheduled"] = run.since(run.now)
-        return "passed", f"one Pod, {pod.name}, on node {pod.node}"
+            return Failed(f"pod {pod.name} runs on {pod.node}, expected {self.expected_node}")
+        return Passed(f"one Pod, {pod.name}, on node {pod.node}", at=seen.happened_at)
 
-    def over(self, run: Step6Run) -> str:
-        return f"the Pod never ran on a node: {run.pod_text()}"
+    def over(self, seen: Observed) -> str:
+        return f"the Pod never ran on a node: {seen.pod_text()}"

@@ -1,0 +1,21 @@
+"""What one acceptance run came to: its pre-flight, and Step 6's record if it got that far."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rlark_acceptance.preflight.entry import PreflightResult
+from rlark_acceptance.run.step6.record import RunRecord
+
+
+@dataclass
+class AcceptanceRun:
+    preflight: PreflightResult
+    record: RunRecord | None  # None: stopped at the pre-flight, nothing submitted
+
+    def __repr__(self) -> str:  # allure stores step arguments' reprs: compact, no inputs
+        return f"AcceptanceRun({self.preflight!r}, {self.record!r})"
+
+    @property
+    def submitted(self) -> bool:
+        return self.record is not None and self.record.ref is not None

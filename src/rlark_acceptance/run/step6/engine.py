@@ -1,0 +1,327 @@
+"""The engine of Step 6: the one loop every phase is decided in, the clock, the adapter's
+calls and the run record.
+
+A phase waits on the target's observation stream under its own deadline
+(``timeouts.<bound>``). Each happening (a Pod change, log lines, an Event, the end of the
+log) updates the observed state first, then the phases read along (1.1 / 1.2) are asked;
+then the phase waited for decides: passed, failed, keep waiting, or a probe the engine
+performs (its answer goes into the state) before it is asked again. When the Worker can
+print nothing more (its log ended, or its Pod is terminal, or stuck for good), the phase
+that is waiting fails at once with its cause instead of running into its deadline. Time
+comes from ``clock``, so a scripted stream drives every transition in milliseconds.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from rlark_acceptance.adapters.base import (
+    Adapter,
+    CleanupRefused,
+    Happening,
+    SubmitRejected,
+    TargetUnreachable,
+)
+from rlark_acceptance.model.timeouts import Bound, Timeouts
+from rlark_acceptance.run.step6.observed import (
+    Observed,
+    Reading,
+    pod_over,
+    pod_text,
+    unreachable_text,
+)
+from rlark_acceptance.run.step6.phase import (
+    DeleteWorker,
+    Failed,
+    ListJobs,
+    ListPods,
+    Passed,
+    Phase,
+    Probe,
+    ReadOutputs,
+    Submit,
+)
+from rlark_acceptance.run.step6.record import PhaseResult, RunRecord
+from rlark_acceptance.storage import StoreError
+from rlark_acceptance.storage import verify_checkpoints as _verify
+
+# After the Worker's log ended, how long to wait for the Pod status that carries the exit code.
+SETTLE_SECONDS = 10.0
+# After a terminal Pod, how long its log stream may still deliver lines in flight before the
+# phase is decided without them (a stream that never closes must not hold the verdict).
+TAIL_GRACE_SECONDS = 1.0
+# How often a waiting phase reports progress (elapsed time, Pod state, latest log line);
+# also the longest the engine waits on the stream before asking the phase again.
+PROGRESS_SECONDS = 1.0
+# A phase asking for more probes than this without deciding is a bug in the phase.
+MAX_PROBES = 8
+
+
+class PhaseFailed(Exception):
+    """A phase went red; its result is in the record already."""
+
+    def __init__(self, check: str, message: str) -> None:
+        super().__init__(message)
+        self.check = check
+
+
+class Stream(Protocol):
+    """What the engine reads from the target: ``Observation`` or a scripted stand-in."""
+
+    def next(self, timeout: float) -> Happening | None: ...
+
+    def close(self) -> None:
+        """The engine reads no more: what is still queued, and what comes, is dropped."""
+        ...
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One tick of a waiting phase, for a live display."""
+
+    check: str
+    bound: Bound
+    elapsed: float
+    timeout: float
+    pod: str
+    last_line: str | None
+
+
+class Engine:
+    """Runs phases against one submission: ``run(phase)`` returns once it passed (recorded)
+    or raises ``PhaseFailed`` once it failed (recorded)."""
+
+    def __init__(
+        self,
+        adapter: Adapter,
+        record: RunRecord,
+        timeouts: Timeouts,
+        *,
+        signal: re.Pattern[str] | None,
+        read_along: Sequence[Phase] = (),
+        clock: Callable[[], float] = time.monotonic,
+        on_phase: Callable[[PhaseResult], None] | None = None,
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> None:
+        self.adapter = adapter
+        self.rec = record
+        self.timeouts = timeouts
+        self.clock = clock
+        self.on_phase = on_phase
+        self.on_progress = on_progress
+        self.read_along = list(read_along)
+        self.seen = Observed(clock(), signal, record.log)
+        self.stream: Stream | None = None
+        self.settled = False  # the Worker's final state was collected (``settle``)
+        self.worker_deleted = False
+
+    # --- the record -----------------------------------------------------------------------
+    def since(self, at: float | None = None) -> float:
+        return self.seen.since(self.clock() if at is None else at)
+
+    def done(self, check: str, passed: bool, message: str) -> None:
+        result = PhaseResult(check, "passed" if passed else "failed", message, self.since())
+        self.rec.phases[check] = result
+        if self.on_phase:
+            self.on_phase(result)
+
+    def fail(self, phase: Phase, message: str) -> PhaseFailed:
+        self.done(phase.check, False, message)
+        return PhaseFailed(phase.check, message)
+
+    def conclude(self, phase: Phase, verdict: Passed | Failed) -> None:
+        """Record ``verdict``; raise ``PhaseFailed`` if it is a failure."""
+        seen = self.seen
+        if isinstance(verdict, Failed):
+            at = verdict.at if verdict.at is not None else seen.over_at
+            if at is not None:
+                self.rec.fault_at = seen.since(at)
+            raise self.fail(phase, verdict.message)
+        now = self.clock()
+        if phase.bound is not None:
+            at = verdict.at if verdict.at is not None else now
+            self.rec.durations[phase.bound.value] = seen.since(at)
+        if verdict.at is not None:
+            self.rec.lags[phase.check] = now - verdict.at
+        self.done(phase.check, True, verdict.message)
+
+    # --- deciding -------------------------------------------------------------------------
+    def decide(self, phase: Phase) -> Passed | Failed | None:
+        """The phase's verdict on the state now, after the probes it asks for."""
+        for _ in range(MAX_PROBES):
+            self.seen.now = self.clock()
+            verdict = phase.verdict(self.seen)
+            if verdict is None or isinstance(verdict, Passed | Failed):
+                return verdict
+            self.probe(verdict)
+        raise AssertionError(f"phase {phase.check} asked for {MAX_PROBES} probes without deciding")
+
+    def probe(self, probe: Probe) -> None:
+        """Look at the world as the phase asked; the answer goes into the state."""
+        seen, rec, adapter = self.seen, self.rec, self.adapter
+        if isinstance(probe, Submit):
+            try:
+                seen.ref = rec.ref = adapter.submit(rec.job, probe.manifest)
+            except (SubmitRejected, TargetUnreachable) as exc:
+                seen.refused = exc
+            else:
+                rec.durations["submit"] = self.since()
+            return
+        assert seen.ref is not None, f"{type(probe).__name__} before the submission"
+        if isinstance(probe, ListJobs):
+            try:
+                seen.listed = adapter.list_jobs(seen.ref.namespace)
+            except TargetUnreachable as exc:
+                seen.listed = exc
+        elif isinstance(probe, ListPods):
+            try:
+                seen.pods = adapter.pods(seen.ref)
+            except Exception as exc:  # any adapter's failure: the phase decides without it
+                seen.pods = exc
+        elif isinstance(probe, ReadOutputs):
+            self.read_outputs(probe)
+        elif isinstance(probe, DeleteWorker):
+            self.delete_worker()
+
+    def read_outputs(self, probe: ReadOutputs) -> None:
+        loc, seen, rec = probe.loc, self.seen, self.rec
+        try:
+            reading = Reading(self.clock(), _verify(loc.store, loc.prefix, baseline=loc.baseline))
+        except StoreError as exc:
+            reading = Reading(self.clock(), error=exc)
+        if probe.again:
+            seen.outputs_again, rec.checkpoint_after_delete = reading, reading.report
+        else:
+            seen.outputs, rec.checkpoint = reading, reading.report
+
+    def delete_worker(self) -> None:
+        seen, rec = self.seen, self.rec
+        assert seen.ref is not None
+        try:
+            self.adapter.delete(seen.ref)
+        except CleanupRefused as exc:
+            seen.deleted = exc
+            rec.worker_left = f"the Worker could not be deleted: {exc}"
+            rec.warnings.append(rec.worker_left)
+        except TargetUnreachable as exc:
+            seen.deleted = exc
+        else:
+            seen.deleted = self.worker_deleted = True
+
+    # --- waiting --------------------------------------------------------------------------
+    def run(self, phase: Phase) -> None:
+        """Decide ``phase``: at once if it has no bound, else waiting until its deadline."""
+        seen = self.seen
+        if phase.bound is None:
+            verdict = self.decide(phase)
+            assert verdict is not None, f"phase {phase.check} has no bound and did not decide"
+            self.conclude(phase, verdict)
+            return
+        if self.stream is None:
+            assert seen.ref is not None, f"phase {phase.check} waits on a Job not submitted"
+            self.stream = self.adapter.observe(seen.ref)
+        timeout = self.timeouts[phase.bound]
+        start = self.clock()
+        deadline = start + timeout
+        ticked = start
+        while True:
+            verdict = self.decide(phase)
+            if verdict is None and seen.lost is not None:
+                # Not the Worker's fault: what stopped answering is named, and what may be left.
+                self.rec.fault_at = seen.since(seen.happened_at)
+                raise self.fail(phase, unreachable_text(seen.lost))
+            if verdict is None and seen.worker_over():
+                if not self.settled:
+                    self.settle()
+                    verdict = self.decide(phase)  # lines that were still in flight
+                why = phase.over(seen) if verdict is None else None
+                if why is not None:
+                    if seen.over_at is not None:
+                        self.rec.fault_at = seen.since(seen.over_at)
+                    raise self.fail(phase, why)
+            if verdict is not None:
+                self.conclude(phase, verdict)
+                return
+            now = self.clock()
+            if now >= deadline:
+                raise self.fail(phase, phase.timed_out(seen, timeout))
+            self.next(min(deadline - now, PROGRESS_SECONDS))
+            if self.on_progress is not None and self.clock() - ticked >= PROGRESS_SECONDS:
+                ticked = self.clock()
+                self.progress(phase, timeout, ticked - start)
+
+    def next(self, timeout: float) -> Happening | None:
+        """The next happening within ``timeout`` into the state, the record and the phases
+        read along."""
+        assert self.stream is not None, "observe() first"
+        item = self.stream.next(max(0.0, timeout))
+        if item is None:
+            return None
+        self.seen.take(item)
+        if item.kind == "event" and item.event is not None:
+            self.rec.events.append(item.event)
+        if item.kind == "log":
+            if self.rec.printed_config is None:
+                self.rec.printed_config = self.seen.log.config
+            self.read_along_now()
+        return item
+
+    def read_along_now(self) -> None:
+        """Ask the phases read along; record a verdict that is new (a printed config that was
+        not JSON fails 1.1 until a later one parses)."""
+        self.seen.now = self.clock()
+        for phase in self.read_along:
+            verdict = phase.verdict(self.seen)
+            assert not isinstance(verdict, Probe), f"{phase.check} is read along: no probes"
+            if verdict is None:
+                continue
+            passed = isinstance(verdict, Passed)
+            known = self.rec.phases.get(phase.check)
+            if known is None or (known.status == "passed", known.message) != (
+                passed,
+                verdict.message,
+            ):
+                self.done(phase.check, passed, verdict.message)
+
+    def progress(self, phase: Phase, timeout: float, elapsed: float) -> None:
+        if self.on_progress is not None and phase.bound is not None:
+            self.on_progress(
+                Progress(
+                    phase.check,
+                    phase.bound,
+                    elapsed,
+                    timeout,
+                    pod_text(self.seen.pod),
+                    self.rec.log.last,
+                )
+            )
+
+    def settle(self) -> None:
+        """The Worker is over: collect what is still in flight before deciding.
+
+        After the end of the log, the Pod's final status (it carries the exit code); after a
+        terminal Pod whose log is still open, the lines in flight, for a short grace only.
+        """
+        self.settled = True
+        settle_until = self.clock() + SETTLE_SECONDS
+        tail_until = self.clock() + TAIL_GRACE_SECONDS
+        while True:
+            pod = self.seen.pod
+            final = pod_over(pod)
+            if final and self.seen.ended:
+                return
+            if final:
+                assert pod is not None
+                ran = pod.terminal or pod.exit_code is not None
+                until = tail_until if ran else self.clock()  # never started: no log to wait for
+            else:
+                until = settle_until
+            left = until - self.clock()
+            if left <= 0:
+                return
+            if self.next(left) is None and self.clock() >= until:
+                return

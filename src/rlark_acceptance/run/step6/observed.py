@@ -1,0 +1,122 @@
+"""What Step 6 has seen of its Worker so far: the state every phase decides from.
+
+The engine alone changes it: with each happening of the target's observation (a Pod
+change, log lines, an Event, the end of the log, the target lost) and with the answer to
+each probe a phase asked for (the submission, the Job list, the Pods, a reading of the
+output location, the Worker's deletion). Times are the engine's clock.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from rlark_acceptance.adapters.base import (
+    FATAL_REASONS,
+    CleanupRefused,
+    Event,
+    Happening,
+    JobRef,
+    PodStatus,
+    SubmitRejected,
+    TargetUnreachable,
+)
+from rlark_acceptance.run.step6.log import LogReader
+from rlark_acceptance.run.step6.record import LogTail
+from rlark_acceptance.storage import CheckpointReport, StoreError
+
+
+def pod_over(pod: PodStatus | None) -> bool:
+    """The Pod can run the Worker no further: terminal, a terminated container, or stuck."""
+    return pod is not None and (
+        pod.terminal or pod.exit_code is not None or pod.reason in FATAL_REASONS
+    )
+
+
+def pod_text(pod: PodStatus | None) -> str:
+    if pod is None:
+        return "no Pod status"
+    parts = [f"pod {pod.name} {pod.phase}"]
+    if pod.reason:
+        parts.append(pod.reason)
+    if pod.exit_code is not None:
+        parts.append(f"exit code {pod.exit_code}")
+    if pod.message:
+        parts.append(pod.message)
+    return ", ".join(parts)
+
+
+def unreachable_text(cause: TargetUnreachable) -> str:
+    return f"{cause}; {cause.left}" if cause.left else str(cause)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One listing of the output location, and its verdict on the checkpoints there."""
+
+    at: float
+    report: CheckpointReport | None = None
+    error: StoreError | None = None
+
+
+class Observed:
+    """The Worker as last seen, what its log showed, and the answers to the probes."""
+
+    def __init__(self, t0: float, signal: re.Pattern[str] | None, tail: LogTail) -> None:
+        self.t0 = t0
+        self.now = t0  # when the phases decide (the engine's clock)
+        self.happened_at = t0  # when the latest happening happened
+        self.pod: PodStatus | None = None
+        self.ended = False  # the Worker's log stream ended
+        self.pod_over_at: float | None = None  # when its Pod could run it no further
+        self.over_at: float | None = None  # when the Worker's state made the outcome certain
+        self.warning: Event | None = None  # the latest Warning Event (FailedMount...)
+        self.lost: TargetUnreachable | None = None  # the target stopped answering
+        self.log = LogReader(signal)
+        self.tail = tail  # what the record keeps of the log
+        # --- the answers to the probes (None: not asked yet)
+        self.ref: JobRef | None = None
+        self.refused: SubmitRejected | TargetUnreachable | None = None
+        self.listed: list[str] | TargetUnreachable | None = None
+        self.pods: list[PodStatus] | Exception | None = None
+        self.outputs: Reading | None = None  # the latest reading while the Worker runs
+        self.deleted: CleanupRefused | TargetUnreachable | bool = False
+        self.outputs_again: Reading | None = None  # the reading after the Worker was deleted
+
+    def since(self, at: float) -> float:
+        return at - self.t0
+
+    def take(self, item: Happening) -> None:
+        self.happened_at = item.at
+        if item.kind == "pod" and item.pod is not None:
+            self.pod = item.pod
+            if pod_over(item.pod):
+                self.pod_over_at = self.pod_over_at or item.at
+                self.over_at = self.over_at or item.at
+        elif item.kind == "event" and item.event is not None:
+            if item.event.type == "Warning":
+                self.warning = item.event
+        elif item.kind == "log":
+            lines = item.log_lines
+            first = self.tail.count
+            self.tail.extend(lines)
+            self.log.feed_lines(lines, first, item.at)
+        elif item.kind == "end":
+            self.ended = True
+            self.over_at = self.over_at or item.at
+        elif item.kind == "lost" and item.lost is not None:
+            self.lost = self.lost or item.lost
+
+    def worker_over(self) -> bool:
+        """The Worker can print nothing more: its log ended, or its Pod is over."""
+        return self.ended or pod_over(self.pod)
+
+    def pod_text(self) -> str:
+        text = pod_text(self.pod)
+        died = self.pod is not None and self.pod.exit_code not in (None, 0)
+        if died and self.log.last_error:
+            text += f'; its last error line: "{self.log.last_error}"'
+        w = self.warning
+        if w is not None and w.message not in text:
+            text += f"; last warning: {w.reason}: {w.message}"
+        return text

@@ -1,0 +1,102 @@
+"""What one Step 6 does, read once from the profile and the pre-flight: what to submit, where
+to look, which regex, which node, which timeouts.
+
+``plan_for(pre)`` is what an acceptance run uses; ``build_plan`` takes a Job and its YAML
+directly (a test that submits a Job file the pre-flight never read). The profile's target
+options are read here and nowhere else in Step 6.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, cast
+
+import yaml
+
+from rlark_acceptance.model.errors import InputError
+from rlark_acceptance.model.job import Job
+from rlark_acceptance.model.profile import Profile
+from rlark_acceptance.model.timeouts import Timeouts
+from rlark_acceptance.preflight.entry import PreflightResult
+from rlark_acceptance.run.step6.outputs import KEEP_OUTPUTS, KeepOutputs
+from rlark_acceptance.run.step6.run_id import for_run, new_run_id
+
+
+def manifest_of(job: Job) -> str:
+    """The Job YAML as submitted: the document the console showed, unchanged."""
+    return yaml.safe_dump(job.doc.data, sort_keys=False, allow_unicode=True)
+
+
+@dataclass(frozen=True)
+class Step6Plan:
+    """One run's Step 6, as data."""
+
+    run_id: str
+    job: Job  # as this run submits it: named for its run (``run_id.for_run``)
+    manifest: str  # its YAML
+    exported: Job  # as the console exported it: a dead run's Job is derived from it
+    signal: re.Pattern[str] | None  # runInfo.firstSignal (6.4)
+    expected_node: str | None  # runInfo.expectedNode (6.2)
+    expected_output: object  # runInfo.expectedOutput (6.5): a path in the Worker
+    output_root: object  # the folder the run writes under (what it may remove afterwards)
+    validated: dict[str, Any] | None  # the validated config, resolved (1.2)
+    timeouts: Timeouts
+    keep_outputs: KeepOutputs  # target.keepOutputs
+    delete_after: bool = True  # delete the Worker and read 6.5 again, settle the outputs
+
+    def __repr__(self) -> str:  # the Job and the config may hold secrets: reprs reach reports
+        return f"Step6Plan({self.run_id!r}, {self.job.name!r})"
+
+    def job_of(self, run_id: str) -> Job:
+        """The Job run ``run_id`` of this profile submitted (its own output location)."""
+        return for_run(self.exported, "", run_id, self.output_root)[0]
+
+
+def build_plan(
+    profile: Profile,
+    job: Job,
+    *,
+    manifest: str | None = None,
+    validated: dict[str, Any] | None = None,
+    run_id: str | None = None,
+    delete_after: bool = True,
+) -> Step6Plan:
+    """Step 6 of ``job`` (its YAML ``manifest``, by default as the console showed it) as run
+    ``run_id`` (a new one by default); an unknown ``target.keepOutputs`` names its line."""
+    keep = profile.target.options.get("keepOutputs", "onFailure")
+    if keep not in KEEP_OUTPUTS:
+        raise InputError(
+            str(profile.loc("target", "keepOutputs")),
+            f"target.keepOutputs must be one of {', '.join(KEEP_OUTPUTS)}, not {keep!r}",
+        )
+    ri = profile.run_info
+    # The folder the run writes under: ``runInfo.paths.output``, else the checkpoints'.
+    root = ri.paths.get("output") or ri.paths.get("checkpoint") or ri.expected_output
+    run_id = run_id or new_run_id()
+    run_job, run_manifest = for_run(job, manifest or manifest_of(job), run_id, root)
+    return Step6Plan(
+        run_id=run_id,
+        job=run_job,
+        manifest=run_manifest,
+        exported=job,
+        signal=re.compile(str(ri.first_signal)) if ri.first_signal else None,
+        expected_node=ri.expected_node,
+        expected_output=ri.expected_output,
+        output_root=root,
+        validated=validated,
+        timeouts=profile.timeouts,
+        keep_outputs=cast(KeepOutputs, keep),
+        delete_after=delete_after,
+    )
+
+
+def plan_for(
+    pre: PreflightResult, *, run_id: str | None = None, delete_after: bool = True
+) -> Step6Plan:
+    """Step 6 of the Job the pre-flight read, whatever the pre-flight said."""
+    assert pre.profile is not None and pre.job is not None, "the pre-flight read no Job"
+    validated = pre.validated.config.resolved() if pre.validated is not None else None
+    return build_plan(
+        pre.profile, pre.job, validated=validated, run_id=run_id, delete_after=delete_after
+    )
