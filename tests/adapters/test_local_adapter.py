@@ -415,6 +415,7 @@ def test_pod_filesystem_mounts_and_environment(
     assert list((scratch / "secret").iterdir()) == []
     assert s3_chain.access_key not in (scratch / "spec.json").read_text()
     adapter.delete(ref)
+    assert adapter.pods(ref) == [] and adapter.events(ref) == []  # gone, as a cluster says
     assert (shared / "out.txt").read_text() == "hello\n"  # hostPath: on the host
     assert not (ro / "nope").exists()
     assert not scratch.exists()  # /workspace content is gone with the Pod

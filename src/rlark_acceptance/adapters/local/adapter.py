@@ -390,9 +390,12 @@ class LocalAdapter:
         ]
 
     # --- reading ------------------------------------------------------------------------
-    def _record(self, ref: JobRef) -> _JobRecord:
+    def _known(self, ref: JobRef) -> _JobRecord | None:
         with self._lock:
-            record = self._jobs.get((ref.namespace, ref.name))
+            return self._jobs.get((ref.namespace, ref.name))
+
+    def _record(self, ref: JobRef) -> _JobRecord:
+        record = self._known(ref)
         if record is None:
             raise LocalAdapterError(f'jobs.rlark.io "{ref.name}" not found in {ref.namespace}')
         return record
@@ -402,7 +405,8 @@ class LocalAdapter:
             return sorted(name for ns, name in self._jobs if ns == namespace)
 
     def pods(self, ref: JobRef) -> list[PodStatus]:
-        return [p.status for p in self._record(ref).pods]
+        record = self._known(ref)  # a Job deleted has no Pods left, as a cluster lists them
+        return [] if record is None else [p.status for p in record.pods]
 
     def observe(self, ref: JobRef) -> Observation:
         obs = Observation()
@@ -424,7 +428,9 @@ class LocalAdapter:
         raise LocalAdapterError(f'pods "{pod}" not found')
 
     def events(self, ref: JobRef) -> list[Event]:
-        return sorted((e for p in self._record(ref).pods for e in p.events), key=lambda e: e.time)
+        record = self._known(ref)  # a Job deleted: its Events went with it
+        pods = [] if record is None else record.pods
+        return sorted((e for p in pods for e in p.events), key=lambda e: e.time)
 
     def node_inventory(self) -> list[NodeSpec]:
         return [self.node]
