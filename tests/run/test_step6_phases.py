@@ -107,10 +107,23 @@ def test_a_pod_that_never_binds_fails_6_2_at_its_timeout(base: Any, tmp_path: Pa
     rec, _ = run(base, tmp_path, [pod(0.2, "Pending", node=None)])
     check, message, at = verdict(rec)
     assert (check, at) == ("6.2", pytest.approx(30.0))
-    assert (
-        message
-        == "nothing after 30 s (timeouts.scheduled); pod rlinf-smoke-ppo-mlp-worker-0 Pending"
+    assert message == (
+        "nothing after 30 s (timeouts.scheduled); pod rlinf-smoke-ppo-mlp-worker-0 Pending; "
+        "no scheduling decision and no Event: nothing has considered the Pod "
+        "(is the cluster's scheduler running and connected to the API server?)"
     )
+
+
+def test_a_pod_the_scheduler_turned_down_is_not_blamed_on_the_scheduler(
+    base: Any, tmp_path: Path
+) -> None:
+    msg = "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."
+    script = [pod(0.2, "Pending", node=None), warning(0.5, "FailedScheduling", msg)]
+    rec, _ = run(base, tmp_path, script)
+    check, message, at = verdict(rec)
+    assert (check, at) == ("6.2", pytest.approx(30.0))
+    assert message.endswith(f"last warning: FailedScheduling: {msg}")
+    assert "scheduler running" not in message
 
 
 def test_no_pod_at_all_names_that(base: Any, tmp_path: Path) -> None:

@@ -58,3 +58,18 @@ class Scheduled(Phase):
 
     def over(self, seen: Observed) -> str:
         return f"the Pod never ran on a node: {seen.pod_text()}"
+
+    def timed_out(self, seen: Observed, seconds: float) -> str:
+        """Names the scheduler when nothing shows it ever considered the Pod: a scheduler that
+        tried says why (Unschedulable, a FailedScheduling Event); one whose watches have not
+        reconnected after an API server restart says nothing (placed 14-35 s late on
+        testenv's cluster), and neither does a cluster whose scheduler is down."""
+        text = super().timed_out(seen, seconds)
+        pod = seen.pod
+        unbound = pod is not None and pod.phase == "Pending" and not pod.node
+        if unbound and pod and not pod.reason and not pod.message and seen.warning is None:
+            text += (
+                "; no scheduling decision and no Event: nothing has considered the Pod "
+                "(is the cluster's scheduler running and connected to the API server?)"
+            )
+        return text
