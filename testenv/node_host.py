@@ -166,6 +166,8 @@ def _sysctls_record() -> Any:
     import fcntl
     import json
 
+    # The lock file stays after the last node is down (0 bytes, on tmpfs): removing it while
+    # another checkout waits on it would let two processes hold "the" lock at once.
     with open(SYSCTLS_RECORD.with_suffix(".lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
