@@ -9,6 +9,7 @@ from pathlib import Path
 from rlark_acceptance.model.doc_checks import CHECKS, remedy
 from rlark_acceptance.run import report_writers as writers
 from rlark_acceptance.run.report import CheckResult, RunReport, ScenarioRecord, kind_of
+from rlark_acceptance.secrets import Redactor
 
 
 def _scenario(report: RunReport, name: str, checks: list[str], *, tags: tuple[str, ...] = ()):
@@ -135,7 +136,7 @@ def test_the_summary_file_is_redacted_and_complete(tmp_path: Path) -> None:
     token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
     r = RunReport("p.yaml")
     _scenario(r, "s", ["5.8"]).finish("failed", message=f"found {token} in the run script")
-    path = writers.write_summary(r, tmp_path)
+    path = writers.write_summary(r, tmp_path, Redactor())
     text = path.read_text(encoding="utf-8")
     assert token not in text
     data = json.loads(text)
