@@ -13,7 +13,7 @@ from rlark_acceptance.model.profile import Profile
 from rlark_acceptance.run.step6.first_signal import FirstSignal
 from rlark_acceptance.run.step6.journal import identity, open_journal, sweep_dead_runs
 from rlark_acceptance.run.step6.listed import Listed
-from rlark_acceptance.run.step6.output import Location, Output, locate, output_store
+from rlark_acceptance.run.step6.output import Located, Location, Output, locate, output_store
 from rlark_acceptance.run.step6.outputs import keep_outputs_policy, output_root, settle_outputs
 from rlark_acceptance.run.step6.ray_head import RayHead
 from rlark_acceptance.run.step6.record import PHASES, PhaseResult, RunRecord
@@ -170,8 +170,8 @@ def _outputs(
     job: Job,
     profile: Profile,
     runs_own: tuple[str, str] | None,
-    known: Location | str | None = None,
-) -> Location | str:
+    known: Located | None = None,
+) -> Located:
     """What the run may remove afterwards: all of its own location (everything the Worker
     wrote to that mount, directory markers included), else what it wrote under the output
     folder."""

@@ -26,14 +26,11 @@ import uuid
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO
 
 from rlark_acceptance.adapters.base import LeftoversRemoved
+from rlark_acceptance.run.step6.output import Located, Location
 from rlark_acceptance.storage import ObjectNotFound, Removable, StoreError
-
-if TYPE_CHECKING:
-    from rlark_acceptance.run.step6.output import Location
-
 
 # A dead run's journal of a location no run has come back to (a test server's port, a
 # profile since changed) is forgotten after this long; the objects it names are not touched.
@@ -117,7 +114,7 @@ def sweep_dead_runs(
     loc: Location,
     *,
     shared: str | None = None,
-    locate_run: Callable[[str], Location | str] | None = None,
+    locate_run: Callable[[str], Located] | None = None,
 ) -> list[str]:
     """Remove from ``loc`` what runs that died there wrote, and from their own locations
     what dead runs of the same ``shared`` location wrote (``locate_run(run_id)``); says so
@@ -154,7 +151,7 @@ def sweep_dead_runs(
         if locate_run is None:
             break
         where = locate_run(run_id)
-        if not isinstance(where, str):
+        if isinstance(where, Location):
             removed += _remove_written(where, [(path, baseline)])
     if removed:
         warnings.warn(

@@ -55,22 +55,31 @@ class Location:
         return f"{self.store.describe()}/{self.prefix}".rstrip("/")
 
 
-def locate(
-    adapter: Adapter, job: Job, path: object, *, known: Location | str | None = None
-) -> Location | str:
+@dataclass(frozen=True)
+class Unlocated:
+    """Why a path of the Worker has no place to be read back from: 6.5's cause, once the run
+    gets there (a value, so that no caller can take it for a location)."""
+
+    why: str
+
+
+Located = Location | Unlocated
+
+
+def locate(adapter: Adapter, job: Job, path: object, *, known: Located | None = None) -> Located:
     """The location of ``path`` with its listing before submission, or why there is none.
 
     Taken before submitting: what is already there belongs to earlier runs. A store that
     ``known`` found not answering a moment ago is not asked again.
     """
     if not isinstance(path, str) or not path:
-        return "no expected output location was prepared"
+        return Unlocated("no expected output location was prepared")
     try:
         found = output_store(adapter, job, path)
-    except Exception as exc:  # reported as 6.5's cause once the run gets there
-        return f"{path} cannot be read back: {exc}"
+    except Exception as exc:  # a plugin adapter's store may raise anything: 6.5's cause
+        return Unlocated(f"{path} cannot be read back: {exc}")
     if found is None:
-        return f"{path} lies under no mount: nothing there persists"
+        return Unlocated(f"{path} lies under no mount: nothing there persists")
     loc = Location(*found)
     if (
         isinstance(known, Location)
@@ -93,7 +102,7 @@ class Output:
     check: ClassVar[str] = "6.5"
     timeout_key: ClassVar[str] = "output"
 
-    def __init__(self, located: Location | str, *, delete_after: bool = True) -> None:
+    def __init__(self, located: Located, *, delete_after: bool = True) -> None:
         self.located = located
         self.delete_after = delete_after
 
@@ -105,8 +114,8 @@ class Output:
 
     def run(self, run: Step6Run) -> None:
         loc = self.located
-        if isinstance(loc, str):
-            raise run.fail("6.5", loc)
+        if isinstance(loc, Unlocated):
+            raise run.fail("6.5", loc.why)
         if loc.baseline_error is not None:
             raise run.fail("6.5", loc.baseline_error)
         rec = run.rec

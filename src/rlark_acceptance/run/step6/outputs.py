@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Literal, cast
 from rlark_acceptance.adapters.base import CleanupRefused, TargetUnreachable
 from rlark_acceptance.model.errors import InputError
 from rlark_acceptance.model.profile import Profile
+from rlark_acceptance.run.step6.output import Located, Unlocated
 from rlark_acceptance.storage import ObjectNotFound, Removable, StoreError
 
 if TYPE_CHECKING:
-    from rlark_acceptance.run.step6.output import Location
     from rlark_acceptance.run.step6.run import Step6Run
 
 KeepOutputs = Literal["onFailure", "always", "never"]
@@ -40,10 +40,10 @@ def output_root(profile: Profile) -> object:
     return ri.paths.get("output") or ri.paths.get("checkpoint") or ri.expected_output
 
 
-def settle_outputs(run: Step6Run, loc: Location | str, policy: KeepOutputs) -> None:
+def settle_outputs(run: Step6Run, loc: Located, policy: KeepOutputs) -> None:
     """Remove or keep what this run wrote under ``loc``; never hides the run's verdict."""
     rec = run.rec
-    if isinstance(loc, str) or loc.baseline is None:
+    if isinstance(loc, Unlocated) or loc.baseline is None:
         return  # no location, or its earlier content is unknown: touch nothing
     try:
         try:
