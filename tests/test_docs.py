@@ -83,6 +83,7 @@ def test_checks_md_is_what_checkmap_writes() -> None:
 
 
 def test_run_summary_has_the_documented_keys() -> None:
+    from rlark_acceptance.model.findings import Location
     from rlark_acceptance.run.report import CheckResult, RunReport, ScenarioRecord, kind_of
 
     doc = documented("earliestFailure")
@@ -92,7 +93,11 @@ def test_run_summary_has_the_documented_keys() -> None:
         "failed",
         step="Then check 4.5 passes",
         message="check 4.5 is failed",
-        details=[CheckResult("4.5", "failed", "tensorboard-outside-mounts", "site/job.yaml:12")],
+        details=[
+            CheckResult(
+                "4.5", "failed", "tensorboard-outside-mounts", Location("site/job.yaml", 12)
+            )
+        ],
     )
     report.add(ScenarioRecord("b", "6.5 not reached", "Step 6", ["6.5"], kind_of(()))).finish(
         "notReached", message="an earlier phase failed"

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from rlark_acceptance.model.doc_checks import CHECKS, remedy
+from rlark_acceptance.model.findings import Location
 from rlark_acceptance.run import report_writers as writers
 from rlark_acceptance.run.report import CheckResult, RunReport, ScenarioRecord, kind_of
 from rlark_acceptance.secrets import Redactor
@@ -38,7 +39,7 @@ def test_the_earliest_failure_follows_the_doc_not_the_run_order() -> None:
         message="check 3.7 is failed",
         details=[
             CheckResult("3.1", "passed"),
-            CheckResult("3.7", "failed", "output-read-only: ...", "site/job.yaml:31"),
+            CheckResult("3.7", "failed", "output-read-only: ...", Location("site/job.yaml", 31)),
         ],
     )
     s = r.summary()
