@@ -258,7 +258,8 @@ of `src/rlark_acceptance/`, the test modules whose tests call something defined 
 (directly, or through a helper or fixture of `tests/`; a re-export counts for the module
 that defines the name), with how many tests do. A module no test calls is exercised only
 through others (the checks through the pre-flight's entries, the phases through Step 6's:
-docs/checks.md names those tests per check) or by the features and red runs.
+docs/checks.md names those tests per check), by the features and red runs, or by code a
+test runs in a subprocess from a string of its own, which this walk does not read.
 
 This file is written by `docs/testmap.py`; do not edit it by hand.
 """
