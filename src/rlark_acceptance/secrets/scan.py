@@ -9,7 +9,7 @@ from typing import Any
 from rlark_acceptance.model.keypath import KeyPath
 from rlark_acceptance.secrets.commands import command_assignments
 from rlark_acceptance.secrets.formats import b64_found, format_found
-from rlark_acceptance.secrets.hits import Found, SecretHit, to_hit
+from rlark_acceptance.secrets.hits import Found, SecretHit, to_hits
 from rlark_acceptance.secrets.names import (
     assignments,
     is_literal,
@@ -80,7 +80,7 @@ def scan_script(text: str, remember: Remember = _forget) -> list[SecretHit]:
     >>> [(h.kind, h.name) for h in scan_script("export WANDB_API_KEY=abc123def\\nrun")]
     [('secret-variable', 'WANDB_API_KEY')]
     """
-    return [to_hit(text, f) for f in scan_text(text, remember)]
+    return to_hits(text, scan_text(text, remember))
 
 
 def scan_value(name: str | None, value: str, remember: Remember = _forget) -> list[SecretHit]:
@@ -93,7 +93,7 @@ def scan_value(name: str | None, value: str, remember: Remember = _forget) -> li
     >>> [h.kind for h in scan_value("AWS_ACCESS_KEY_ID", doc_id)]
     ['aws-access-key']
     """
-    return [to_hit(value, f) for f in value_found(name, value, remember)]
+    return to_hits(value, value_found(name, value, remember))
 
 
 def value_found(name: str | None, value: str, remember: Remember = _forget) -> list[Found]:
