@@ -30,6 +30,7 @@ _RUNTIME_CHECK = re.compile(
 # ... or settles a check by name on the run (``run.done("1.1", ...)``).
 _RUNTIME_DONE = re.compile(r"""\bdone\(\s*["']([\w.]+)["']""")
 _TAG = re.compile(r"@check-([\w.]+)")
+SELF_CHECK = {"@negative", "@fault-injection", "@modified-job", "@variant"}
 
 HEADER = """# The page's checks
 
@@ -42,7 +43,25 @@ YAML and the run information; **cluster** checks read the target cluster's nodes
 For each check: what the page asks, the page's remedy when it fails (the run record's
 `hint`), the feature files whose scenarios carry its tag (`@check-<ID>`; run them with
 `./run acceptance -m check-<ID>`), the step definitions that verify it (the When and
-Then lines of those scenarios), the code that decides it and the test modules that name it.
+Then lines of those scenarios), the Givens that make it fail, the code that decides it and
+the unit tests that exercise that code.
+
+- **Givens that make it fail**: the Given and When lines of its `@negative` and
+  `@fault-injection` scenarios that the scenarios of the profile as it is (`@positive`, not
+  a self-check) do not have: what changes the default profile, or how it is submitted, so
+  that the check goes red; with their feature.
+- **Code**: the function registered for its ID in the pre-flight's registry
+  (`@check("3.4")`), and the Step 6 phase classes (`check = "6.2"`) and modules that settle
+  it by name (`run.done("1.1", …)`).
+- **Unit tests**: the test functions under `tests/` (an AST walk, not a string search) that
+  either call the check's code by name (its registered function, its phase class), or call
+  an entry that dispatches to it and name its ID in the test itself, as a string of its
+  own (`"3.4"`, in the body, a decorator or a module constant the test reads). The entries
+  are the pre-flight's (`preflight_profile`, `preflight_files`, `run_checks`, `accept`) for
+  static and cluster checks, Step 6's (`confirm_running`, `submit_and_confirm`, `accept`)
+  for runtime checks, and a test helper, fixture or command that reaches one: a helper of
+  `tests/` that calls an entry, a fixture that does, or a command that starts
+  `rlark_acceptance.cli` or `pytest features/` (which reach every check).
 
 This file is written by `docs/checkmap.py`; do not edit it by hand.
 """
@@ -103,11 +122,25 @@ def _step_definitions() -> list[tuple[str, Any, str]]:
 
 def then_steps_by_check() -> dict[str, list[str]]:
     """The step functions that verify each check: the When and Then lines of its scenarios."""
+    defs = _step_definitions()
+    out: dict[str, set[str]] = defaultdict(set)
+    for _, checks, _, steps in _scenarios():
+        for kind, text in steps:
+            if kind == "given":
+                continue
+            for typ, parser, where in defs:
+                if typ == kind and parser.is_matching(text):
+                    for c in checks:
+                        out[c].add(where)
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def _scenarios() -> list[tuple[str, list[str], list[str], list[tuple[str, str]]]]:
+    """(feature file, check IDs, tags, [(given | when | then, step text)]) per scenario."""
     from gherkin.parser import Parser
     from gherkin.token_scanner import TokenScanner
 
-    defs = _step_definitions()
-    out: dict[str, set[str]] = defaultdict(set)
+    out = []
     for feature in sorted((ROOT / "features").glob("*.feature")):
         doc: Any = Parser().parse(TokenScanner(feature.read_text(encoding="utf-8")))
         feature_tags = [t["name"] for t in doc["feature"].get("tags", [])]
@@ -117,32 +150,88 @@ def then_steps_by_check() -> dict[str, list[str]]:
                 continue
             tags = feature_tags + [t["name"] for t in scenario.get("tags", [])]
             checks = [m.group(1) for t in tags if (m := _TAG.match(t))]
-            kind = "given"
+            kind, steps = "given", []
             for step in scenario["steps"]:
                 word = step["keyword"].strip().lower()
                 kind = word if word in ("given", "when", "then") else kind
-                if kind == "given":
-                    continue
-                for typ, parser, where in defs:
-                    if typ == kind and parser.is_matching(step["text"]):
-                        for c in checks:
-                            out[c].add(where)
-    return {k: sorted(v) for k, v in out.items()}
+                steps.append((kind, step["text"]))
+            out.append((feature.name, checks, tags, steps))
+    return out
 
 
-def tests_by_check() -> dict[str, list[str]]:
-    """Test modules that name a check ID as a string (``"6.2"``, ``'3.4'``)."""
+def givens_by_check() -> dict[str, list[str]]:
+    """The Given / When lines that make each check fail: those of its negative scenarios
+    that none of its positive scenarios has."""
+    scenarios = _scenarios()
+    usual: dict[str, set[str]] = defaultdict(set)
+    for _, checks, tags, steps in scenarios:
+        if "@positive" in tags and not set(tags) & SELF_CHECK:
+            for c in checks:
+                usual[c].update(text for kind, text in steps if kind != "then")
+    out: dict[str, dict[str, None]] = defaultdict(dict)
+    for feature, checks, tags, steps in scenarios:
+        if "@positive" in tags or not {"@negative", "@fault-injection"} & set(tags):
+            continue  # a self-check that passes on its changed input makes nothing fail
+        for c in checks:
+            for kind, text in steps:
+                if kind != "then" and text not in usual[c]:
+                    out[c][f"{kind.capitalize()} {text} ({feature})"] = None
+    return {k: list(v) for k, v in out.items()}
+
+
+def tests_by_check() -> dict[str, dict[str, list[str]]]:
+    """``{check: {test module: [test function, ...]}}`` by what the tests call."""
+    import testmap
+
+    calls = testmap.TestCalls.of(ROOT)
+    out: dict[str, dict[str, list[str]]] = {}
+    for c, names in code_names_by_check().items():
+        kinds = RUNTIME_ENTRIES if c in runtime_code_by_check() else set()
+        if c in static_code_by_check():
+            kinds = kinds | STATIC_ENTRIES
+        found = calls.exercising(names, kinds, c)
+        if found:
+            out[c] = found
+    return out
+
+
+# What dispatches to a check's code for its ID: the pre-flight's entries for a static or
+# cluster check, Step 6's for a runtime one (1.1 / 1.2 are both: RLinf prints its config).
+# ``<cli>`` / ``<suite>``: a command that starts the CLI, or ``pytest features/``.
+STATIC_ENTRIES = {
+    "preflight_profile",
+    "preflight_files",
+    "run_checks",
+    "accept",
+    "<cli>",
+    "<suite>",
+}
+RUNTIME_ENTRIES = {"confirm_running", "submit_and_confirm", "accept", "<suite>"}
+
+
+def code_names_by_check() -> dict[str, set[str]]:
+    """The names a test calls to run a check's code directly: its registered functions and
+    the phase classes that name it."""
+    import ast
+
+    from rlark_acceptance.preflight.checks import base
+
     out: dict[str, set[str]] = defaultdict(set)
-    for path in sorted((ROOT / "tests").rglob("test_*.py")):
-        if path.name == "test_docs.py":  # names checks as examples of the contract's shapes
-            continue
-        for cid in re.findall(r"""["']([0-6P]\.\d)["']""", path.read_text(encoding="utf-8")):
-            out[cid].add(_rel(path))
-    return {k: sorted(v) for k, v in out.items()}
+    for reg in base.REGISTRY:
+        out[reg.id].add(inspect.unwrap(reg.fn).__name__)
+    for path in sorted(RUN.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ClassDef):
+                for line in (ast.get_source_segment(text, node) or "").splitlines():
+                    m = _RUNTIME_CHECK.match(line)
+                    if m:
+                        out[m.group(1)].add(node.name)
+    return out
 
 
 def render() -> str:
-    sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
+    sys.path[:0] = [str(ROOT / "src"), str(ROOT), str(ROOT / "docs")]
     from rlark_acceptance.model.doc_checks import CHECKS
 
     scenarios = scenarios_by_check()
@@ -150,6 +239,7 @@ def render() -> str:
     runtime = runtime_code_by_check()
     tests = tests_by_check()
     steps = then_steps_by_check()
+    givens = givens_by_check()
     lines = [HEADER]
     section = None
     for c in CHECKS:
@@ -165,8 +255,14 @@ def render() -> str:
             f"- Remedy: {c.remedy}",
             "- Scenarios: " + _list(features, "none"),
             "- Steps: " + _list(steps.get(c.id, []), "none"),
+            "- Givens that make it fail:" + ("" if givens.get(c.id) else " none"),
+            *(f"  - {g}" for g in givens.get(c.id, [])),
             "- Code: " + _list(code, "none"),
-            "- Tests: " + _list(tests.get(c.id, []), "the scenarios"),
+            "- Unit tests:" + ("" if tests.get(c.id) else " none (the scenarios only)"),
+            *(
+                f"  - `{module}`: " + ", ".join(f"`{t}`" for t in names)
+                for module, names in tests.get(c.id, {}).items()
+            ),
             "",
         ]
     return "\n".join(lines).rstrip() + "\n"

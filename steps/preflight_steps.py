@@ -13,16 +13,17 @@ from fixtures.workspace import Workspace
 from rlark_acceptance.model.doc_checks import remedy
 from rlark_acceptance.model.findings import Finding, Severity
 from rlark_acceptance.preflight.entry import PreflightResult, preflight_files, preflight_profile
+from rlark_acceptance.secrets import Redactor
 
 
 @when("the pre-flight runs", target_fixture="preflight")
-def run_preflight(workspace: Workspace) -> PreflightResult:
-    return preflight_profile(workspace.write())
+def run_preflight(workspace: Workspace, redactor: Redactor) -> PreflightResult:
+    return preflight_profile(workspace.write(), redactor=redactor)
 
 
 @when("the pre-flight classifies it", target_fixture="preflight")
-def classify(example_config: Path) -> PreflightResult:
-    return preflight_files(example_config)
+def classify(example_config: Path, redactor: Redactor) -> PreflightResult:
+    return preflight_files(example_config, redactor=redactor)
 
 
 def _explain(result: PreflightResult) -> str:

@@ -15,11 +15,15 @@ from rlark_acceptance.preflight.entry import preflight_profile
 from rlark_acceptance.run.acceptance import AcceptanceRun, accept, submit_and_confirm
 from rlark_acceptance.run.evidence import NOT_REACHED, preflight_stop
 from rlark_acceptance.run.step6 import Interrupted
+from rlark_acceptance.secrets import Redactor
 
 
 @pytest.fixture(scope="session")
 def accepted_run(
-    pytestconfig: pytest.Config, target_profile: Any, target_environment: None
+    pytestconfig: pytest.Config,
+    target_profile: Any,
+    target_environment: None,
+    redactor: Redactor,
 ) -> Iterator[AcceptanceRun]:
     """The one real submission of the profile's Job, shared by every Step 6 scenario."""
     from fixtures.run_record import RECORD_KEY, run_id
@@ -28,7 +32,7 @@ def accepted_run(
     adapter = open_adapter(target_profile)
     try:
         try:
-            run = accept(target_profile, adapter, run_id=run_id(pytestconfig))
+            run = accept(target_profile, adapter, run_id=run_id(pytestconfig), redactor=redactor)
         except Interrupted as exc:  # the record of what ran, marked interrupted, then pytest's
             if exc.run is not None:  # own interrupt handling
                 pytestconfig.stash[RECORD_KEY] = exc.run
@@ -133,19 +137,19 @@ def readable_after_delete(run: AcceptanceRun) -> None:
 
 
 @when("the Job is submitted despite the pre-flight", target_fixture="fault_run")
-def submit_broken(workspace: Workspace, adapter: Any) -> AcceptanceRun:
+def submit_broken(workspace: Workspace, adapter: Any, redactor: Redactor) -> AcceptanceRun:
     # A deliberately broken Job is meant to fail: what it wrote explains nothing about the
     # profile, so it does not pile up in the site's bucket run after run.
     workspace.profile.setdefault("target", {})["keepOutputs"] = "never"
     path = workspace.write()
-    pre = preflight_profile(path)
+    pre = preflight_profile(path, redactor=redactor)
     record = submit_and_confirm(adapter, pre)
     return AcceptanceRun(pre, record)
 
 
 @when("the acceptance run starts", target_fixture="fault_run")
-def start_run(workspace: Workspace, adapter: Any) -> AcceptanceRun:
-    return accept(load_profile(workspace.write()), adapter)
+def start_run(workspace: Workspace, adapter: Any, redactor: Redactor) -> AcceptanceRun:
+    return accept(load_profile(workspace.write()), adapter, redactor=redactor)
 
 
 @then(parsers.re(r'check (?P<check>[\w.]+) is the earliest failure(?: naming "(?P<text>[^"]+)")?$'))

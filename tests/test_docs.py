@@ -82,7 +82,48 @@ def test_checks_md_is_what_checkmap_writes() -> None:
     )
 
 
+def test_tests_md_is_what_testmap_writes() -> None:
+    sys.path.insert(0, str(ROOT / "docs"))
+    import testmap
+
+    assert (ROOT / "docs" / "tests.md").read_text(encoding="utf-8") == testmap.render(), (
+        "docs/tests.md is stale: run docs/testmap.py --write"
+    )
+
+
+def test_a_test_exercises_a_check_by_what_it_calls(tmp_path: Path) -> None:
+    """The map's rule on a tree of its own: a direct call of the check's function counts;
+    an entry counts only with the check's ID named in the test; naming the ID alone, or
+    calling an entry without it, does not."""
+    sys.path.insert(0, str(ROOT / "docs"))
+    import testmap
+
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "fixtures").mkdir()
+    (tmp_path / "tests" / "helpers.py").write_text(
+        "from rlark_acceptance.preflight.entry import preflight_files\n"
+        "def pre(p):\n    return preflight_files(p)\n"
+    )
+    (tmp_path / "tests" / "test_x.py").write_text(
+        "from rlark_acceptance.preflight.checks import worker\n"
+        "from tests.helpers import pre\n"
+        "CASES = [('3.4', 'latest')]\n"
+        "def test_direct(ctx):\n    list(worker.worker_gpus(ctx))\n"
+        "def test_entry_and_id(p):\n    assert pre(p).outcome.status('3.4')\n"
+        "@pytest.mark.parametrize('case', CASES)\n"
+        "def test_entry_and_table(case):\n    pre(case)\n"
+        "def test_entry_only(p):\n    pre(p)\n"
+        "def test_id_only():\n    assert '3.4' in {'3.4'}\n"
+    )
+    calls = testmap.TestCalls.of(tmp_path)
+    found = calls.exercising({"worker_image"}, {"preflight_files"}, "3.4")
+    assert found == {"tests/test_x.py": ["test_entry_and_id", "test_entry_and_table"]}
+    found = calls.exercising({"worker_gpus"}, {"preflight_files"}, "3.3")
+    assert found == {"tests/test_x.py": ["test_direct"]}
+
+
 def test_run_summary_has_the_documented_keys() -> None:
+    from rlark_acceptance.model.findings import Location
     from rlark_acceptance.run.report import CheckResult, RunReport, ScenarioRecord, kind_of
 
     doc = documented("earliestFailure")
@@ -92,7 +133,11 @@ def test_run_summary_has_the_documented_keys() -> None:
         "failed",
         step="Then check 4.5 passes",
         message="check 4.5 is failed",
-        details=[CheckResult("4.5", "failed", "tensorboard-outside-mounts", "site/job.yaml:12")],
+        details=[
+            CheckResult(
+                "4.5", "failed", "tensorboard-outside-mounts", Location("site/job.yaml", 12)
+            )
+        ],
     )
     report.add(ScenarioRecord("b", "6.5 not reached", "Step 6", ["6.5"], kind_of(()))).finish(
         "notReached", message="an earlier phase failed"

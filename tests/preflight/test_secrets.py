@@ -1,4 +1,4 @@
-"""Tests for rlark_acceptance.preflight.secrets (checks 3.6 / 5.8).
+"""Tests for rlark_acceptance.secrets (checks 3.6 / 5.8).
 
 Every fake secret is assembled at run time from pieces and random characters, so that no
 realistic secret literal sits in the repository (secret scanners on the repo would flag it).
@@ -23,16 +23,21 @@ import pytest
 import yaml
 from detect_secrets.settings import transient_settings
 
-from rlark_acceptance.preflight.secrets import (
+from rlark_acceptance.model.keypath import dotted
+from rlark_acceptance.secrets import (
+    Redactor,
     SecretHit,
-    dotted,
-    redact,
-    redact_tree,
     scan_script,
     scan_tree,
     scan_value,
     secret_name_kind,
 )
+
+
+def redact(text: str, extra_values: tuple[str, ...] | list[str] = ()) -> str:
+    """One text redacted by a run of its own: only what the text itself reveals."""
+    return Redactor().redact(text, extra_values)
+
 
 AWS_DOC_KEY_ID = (
     "AKIA" + "IOSFODNN7EXAMPLE"
@@ -581,12 +586,17 @@ def test_secret_named_positional_argument() -> None:
 
 
 def test_a_value_found_once_is_redacted_wherever_it_shows_up() -> None:
-    """The Worker prints ``echo apikey X`` as a bare ``X``: the scan of the Job found X."""
+    """The Worker prints ``echo apikey X`` as a bare ``X``: the run's scan of the Job found
+    X, so the run's redaction removes it from the log; a bare scan remembers nothing."""
     key = mixed(24)
     log = f"step 3\n{key}\nstep 4"
-    assert redact(log) == log  # nothing around it says it is a secret
+    run = Redactor()
+    assert run.redact(log) == log  # nothing around it says it is a secret
     assert scan_script(f"echo apikey {key}")
-    assert redact(log) == "step 3\n***\nstep 4"
+    assert run.redact(log) == log  # the pure scan told no one
+    assert run.scan_script(f"echo apikey {key}")
+    assert run.redact(log) == "step 3\n***\nstep 4"
+    assert Redactor().redact(log) == log  # another run never learnt it
 
 
 def test_redact_tree_keeps_the_structure_and_removes_secret_values() -> None:
@@ -598,7 +608,7 @@ def test_redact_tree_keeps_the_structure_and_removes_secret_values() -> None:
         "env": [{"name": "RAY_DEDUP_LOGS", "value": "0"}, {"name": "HF_TOKEN", "value": token}],
         "model": "Qwen/Qwen2.5-7B",
     }
-    out = redact_tree(config)
+    out = Redactor().redact_tree(config)
     assert out == {
         "runner": {"logger": {"wandb": {"project": "rlinf", "api_key": "***"}}},
         "db": {"password": "***", "port": 5432},
@@ -695,13 +705,12 @@ def test_a_findings_own_words_are_no_secret() -> None:
     """A finding says where a value was withheld; read again (a report redacted, a message
     scanned), those words are found by no rule, so the process never learns "(value" as a
     secret and blanks it in every later message."""
-    from rlark_acceptance.preflight.secrets import memory
-
-    before = set(memory.remembered())
+    run = Redactor()
     for text in (
         "secret-variable in sshpass -p (value withheld); remove it and rotate it",
         "secret-huggingface-token — environment variable HF_TOKEN (value withheld)",
         "--password (value withheld); read it from a mounted file",
     ):
-        assert scan_script(text) == [], text
-    assert set(memory.remembered()) == before
+        assert run.scan_script(text) == [], text
+        assert run.redact(text) == text
+    assert run.remembered() == []

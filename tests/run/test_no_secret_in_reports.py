@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
-from rlark_acceptance.preflight.secrets import scan_tree, scan_value
+from rlark_acceptance.secrets import scan_tree, scan_value
 from tests.fake_secrets import FakeSecrets, Planted
 
 REPO = Path(__file__).resolve().parents[2]
@@ -240,11 +240,11 @@ def test_the_worker_log_of_a_planted_job_is_redacted(
     """Step 6 on the planted Job (submitted despite its pre-flight, as the fault scenarios
     do): the Worker echoes ``apikey X`` and prints its config with the run script's
     ``+runner.hub_token=...``; what the run record attaches (log excerpt, printed config, Pods
-    and events) shows none of it after the redaction."""
+    and events) shows none of it after the run's redaction (the pre-flight's ``Redactor``,
+    which its scans of the Job filled)."""
     from rlark_acceptance.adapters import open_adapter
     from rlark_acceptance.model.profile import load_profile
     from rlark_acceptance.preflight.entry import preflight_profile
-    from rlark_acceptance.preflight.secrets import redact, redact_tree
     from rlark_acceptance.run.acceptance import submit_and_confirm
 
     path, planted = planted_profile
@@ -262,11 +262,12 @@ def test_the_worker_log_of_a_planted_job_is_redacted(
     printed = next(p for p in planted if p.where == "run script override").value
     assert printed in json.dumps(rec.printed_config), "RLinf never printed its config"
     evidence = [*(e.__dict__ for e in rec.events), *(p.__dict__ for p in rec.pods)]
+    redactor = pre.redactor
     shown = {
-        "log": redact(raw),
-        "log excerpt": redact(rec.log_excerpt()),
-        "printed config": json.dumps(redact_tree(rec.printed_config), default=str),
-        "pods and events": redact(json.dumps(evidence, default=str)),
+        "log": redactor.redact(raw),
+        "log excerpt": redactor.redact(rec.log_excerpt()),
+        "printed config": json.dumps(redactor.redact_tree(rec.printed_config), default=str),
+        "pods and events": redactor.redact(json.dumps(evidence, default=str)),
         "record": repr(rec),
     }
     assert not leaks(planted, {k: v.encode() for k, v in shown.items()})

@@ -8,9 +8,10 @@ import sys
 import textwrap
 from pathlib import Path
 
-from fixtures.progress import render
+from fixtures.progress import render as _render
 from rlark_acceptance.model.timeouts import Bound
 from rlark_acceptance.run.step6 import Progress
+from rlark_acceptance.secrets import Redactor
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"  # a GitHub token's shape
@@ -20,6 +21,10 @@ def tick(
     check: str = "6.4", elapsed: float = 12.4, line: str | None = "Global Step: 3%|"
 ) -> Progress:
     return Progress(check, Bound.FIRST_SIGNAL, elapsed, 120.0, "pod w-0 Running", line)
+
+
+def render(t: Progress, width: int | None = None) -> str:
+    return _render(t, Redactor(), width)
 
 
 def test_a_tick_names_the_phase_its_time_the_pod_and_the_latest_line() -> None:

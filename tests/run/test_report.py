@@ -7,8 +7,10 @@ import json
 from pathlib import Path
 
 from rlark_acceptance.model.doc_checks import CHECKS, remedy
+from rlark_acceptance.model.findings import Location
 from rlark_acceptance.run import report_writers as writers
 from rlark_acceptance.run.report import CheckResult, RunReport, ScenarioRecord, kind_of
+from rlark_acceptance.secrets import Redactor
 
 
 def _scenario(report: RunReport, name: str, checks: list[str], *, tags: tuple[str, ...] = ()):
@@ -37,7 +39,7 @@ def test_the_earliest_failure_follows_the_doc_not_the_run_order() -> None:
         message="check 3.7 is failed",
         details=[
             CheckResult("3.1", "passed"),
-            CheckResult("3.7", "failed", "output-read-only: ...", "site/job.yaml:31"),
+            CheckResult("3.7", "failed", "output-read-only: ...", Location("site/job.yaml", 31)),
         ],
     )
     s = r.summary()
@@ -135,7 +137,7 @@ def test_the_summary_file_is_redacted_and_complete(tmp_path: Path) -> None:
     token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
     r = RunReport("p.yaml")
     _scenario(r, "s", ["5.8"]).finish("failed", message=f"found {token} in the run script")
-    path = writers.write_summary(r, tmp_path)
+    path = writers.write_summary(r, tmp_path, Redactor())
     text = path.read_text(encoding="utf-8")
     assert token not in text
     data = json.loads(text)

@@ -10,6 +10,7 @@ import junitparser
 from rlark_acceptance.model.doc_checks import remedy
 from rlark_acceptance.run import report_writers as writers
 from rlark_acceptance.run.report import RunReport, ScenarioRecord, kind_of
+from rlark_acceptance.secrets import Redactor
 from tests.run.junit_schema import problems
 
 
@@ -30,7 +31,7 @@ def _add(
 
 def _junit(r: RunReport, tmp_path: Path) -> tuple[Path, junitparser.JUnitXml]:
     path = tmp_path / "junit.xml"
-    path.write_text(writers.junit_xml(r), encoding="utf-8")
+    path.write_text(writers.junit_xml(r, Redactor()), encoding="utf-8")
     assert problems(path) == [], problems(path)
     return path, junitparser.JUnitXml.fromfile(str(path))
 
@@ -199,7 +200,8 @@ def test_a_planted_hf_token_keeps_its_name_in_the_record(tmp_path: Path) -> None
     site.edit(site.job, old, f'{old}\n    - {{name: HF_TOKEN, value: "{token}"}}')
     pre = preflight_profile(site.profile)
     (result,) = [r for r in preflight_results(pre, ["3.6"]) if r.status == "failed"]
-    shown = writers.scrub(result.message or "")
+    shown = writers.run_redactor().redact(result.message or "")
+    assert shown == pre.redactor.redact(result.message or "")
     assert "HF_TOKEN" in shown and "secret-huggingface-token" in shown, shown
     assert token not in shown and "***" not in shown, shown
 

@@ -172,9 +172,6 @@ class Observation:
     def put_pod(self, pod: PodStatus) -> None:
         self.put(Happening("pod", time.monotonic(), pod=pod))
 
-    def put_line(self, line: str) -> None:
-        self.put(Happening("log", time.monotonic(), line=line))
-
     def put_lines(self, lines: Sequence[str]) -> None:
         self.put(Happening("log", time.monotonic(), lines=lines))
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from rlark_acceptance.model.errors import InputError
+from rlark_acceptance.model.keypath import dotted
 from rlark_acceptance.model.profile import NodeSpec, parse_node
 from rlark_acceptance.model.yamlsrc import YamlDoc, load_yaml
 
@@ -29,7 +30,7 @@ def node_from_k8s(item: dict[str, Any], doc: YamlDoc | None = None, *keys: Any) 
         if value is None:
             return kind()
         if not isinstance(value, kind):
-            refuse(f"{'.'.join(map(str, where))} must be a {kind.__name__}", *where)
+            refuse(f"{dotted(where)} must be a {kind.__name__}", *where)
         return value
 
     meta = part(item.get("metadata"), dict, "metadata")

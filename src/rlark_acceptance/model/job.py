@@ -22,6 +22,7 @@ import yaml
 
 from rlark_acceptance.model.errors import InputError
 from rlark_acceptance.model.findings import Location
+from rlark_acceptance.model.keypath import dotted
 from rlark_acceptance.model.yamlsrc import YamlDoc, load_yaml, parse_yaml
 
 JOB_NAME_LABEL = "rlark.io/job-name"
@@ -97,7 +98,6 @@ class Job:
     tensorboard_log_dir: str | None
     roles: list[Role]
     doc: YamlDoc
-    rendered: bool = False
     problems: list[ShapeProblem] = field(default_factory=list)
 
     def __repr__(self) -> str:  # scripts and env may hold secrets: reprs reach reports
@@ -239,7 +239,7 @@ def _shape(
         if key not in data:
             continue
         value = data[key]
-        where = ".".join(str(p) for p in (*path, key))
+        where = dotted((*path, key))  # spec.roles[0].gpus, as every finding names a key
         # YAML's true is an int to Python; only a field that takes booleans accepts it.
         ok = isinstance(value, types) and (bool in types or not isinstance(value, bool))
         if not ok:
@@ -428,6 +428,4 @@ def render_job(
 
 
 def parse_rendered(text: str, shown: str) -> Job:
-    job = normalise_contract_v1alpha1(parse_yaml(text, shown))
-    job.rendered = True
-    return job
+    return normalise_contract_v1alpha1(parse_yaml(text, shown))

@@ -15,6 +15,7 @@ from typing import Any
 from rlark_acceptance.model.errors import InputError
 from rlark_acceptance.model.findings import Location
 from rlark_acceptance.model.keypath import dotted
+from rlark_acceptance.model.keypath import parse as parse_key
 from rlark_acceptance.model.timeouts import Timeouts, parse_timeouts
 from rlark_acceptance.model.yamlsrc import YamlDoc, load_yaml
 
@@ -89,7 +90,7 @@ class Profile:
         except InputError as exc:
             if exc.where != str(path):
                 raise  # a problem inside the file: its own file:line says where
-            raise InputError(str(self.loc(*key.split("."))), f"{key} {exc}") from None
+            raise InputError(str(self.loc(*parse_key(key))), f"{key} {exc}") from None
 
     def __repr__(self) -> str:  # compact, and never the commands (they may hold secrets)
         return f"Profile({self.name!r}, {str(self.path)!r}, adapter={self.target.adapter!r})"

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from rlark_acceptance.model.errors import InputError
-from rlark_acceptance.preflight.secrets import redact
 from rlark_acceptance.rlinf.config import ConfigLoader
 from rlark_acceptance.rlinf.effective import evaluate
+from rlark_acceptance.secrets import Redactor
 
 
 def walk(paths: Iterable[str | Path]) -> Iterator[Path]:
@@ -26,11 +26,17 @@ def walk(paths: Iterable[str | Path]) -> Iterator[Path]:
             yield p
 
 
-def audit(paths: Iterable[str | Path], loader: ConfigLoader | None = None) -> list[dict[str, Any]]:
+def audit(
+    paths: Iterable[str | Path],
+    loader: ConfigLoader | None = None,
+    redactor: Redactor | None = None,
+) -> list[dict[str, Any]]:
+    """One row per config found; the audit is one run: one redaction for all its rows."""
     loader = loader or ConfigLoader()
+    redactor = redactor or Redactor()
     rows: list[dict[str, Any]] = []
     for path in walk(paths):
-        row = audit_one(loader, path)
+        row = audit_one(loader, path, redactor)
         if row is not None:
             rows.append(row)
     return rows
@@ -51,7 +57,7 @@ def _row(path: Path, **values: Any) -> dict[str, Any]:
     return row
 
 
-def audit_one(loader: ConfigLoader, path: Path) -> dict[str, Any] | None:
+def audit_one(loader: ConfigLoader, path: Path, redactor: Redactor) -> dict[str, Any] | None:
     """One row, or None for a file with no cluster section (a sub-config such as env/x.yaml)."""
     try:
         raw = loader.doc(path)
@@ -79,6 +85,6 @@ def audit_one(loader: ConfigLoader, path: Path) -> dict[str, Any] | None:
         singleNode=eff.num_nodes == 1 and not reasons,
         realRobot=eff.cluster.real_robot,
         redirectReasons=reasons,
-        # Messages quote overrides and values: the one redaction.
-        error=redact("; ".join(dict.fromkeys(errors))) or None,
+        # Messages quote overrides and values: the audit's redaction.
+        error=redactor.redact("; ".join(dict.fromkeys(errors))) or None,
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ from rlark_acceptance.preflight.checks import Context, Outcome, run_checks
 from rlark_acceptance.rlinf.config import ConfigLoader, Override
 from rlark_acceptance.rlinf.effective import EffectiveRLinf, evaluate
 from rlark_acceptance.rlinf.launch import parse_run_script
+from rlark_acceptance.secrets import Redactor
 
 
 @dataclass
@@ -26,6 +27,9 @@ class PreflightResult:
     profile: Profile | None
     config_path: str | None
     validated: EffectiveRLinf | None = None  # the config without the run script's overrides
+    # What this pre-flight's secret scans found: the run that goes on from it (Step 6, the
+    # record's writers) redacts with it.
+    redactor: Redactor = field(default_factory=Redactor)
 
     def __repr__(self) -> str:  # compact, and never the inputs' content
         return f"PreflightResult(verdict={self.verdict!r}, findings={len(self.findings)})"
@@ -140,7 +144,11 @@ def preflight_profile(
     nodes: list[NodeSpec] | None = None,
     clusters: list[str] | None = None,
     loader: ConfigLoader | None = None,
+    redactor: Redactor | None = None,
 ) -> PreflightResult:
+    """The pre-flight of a profile; ``redactor`` is the run's it belongs to (a new one, the
+    pre-flight's own, by default)."""
+    redactor = redactor or Redactor()
     prof = profile if isinstance(profile, Profile) else load_profile(profile)
     loader = loader or ConfigLoader()
     job = _job_from_profile(prof)
@@ -161,10 +169,11 @@ def preflight_profile(
         nodes=nodes,
         clusters=clusters,
         real_robot_confirmed=prof.real_robot_confirmed,
+        redactor=redactor,
     )
     outcome = run_checks(ctx)
     shown = _shown(prof.rlinf_config) if prof.rlinf_config else None
-    return PreflightResult(outcome, rlinf, job, prof, shown, validated)
+    return PreflightResult(outcome, rlinf, job, prof, shown, validated, redactor)
 
 
 def _effective(
@@ -199,7 +208,9 @@ def preflight_files(
     nodes: list[NodeSpec] | None = None,
     real_robot_confirmed: bool = False,
     job_normaliser: str | None = None,
+    redactor: Redactor | None = None,
 ) -> PreflightResult:
+    redactor = redactor or Redactor()
     loader = ConfigLoader()
     if config_dir is not None and not Path(config_dir).is_dir():
         what = "is not a directory" if Path(config_dir).exists() else "no such directory"
@@ -217,7 +228,8 @@ def preflight_files(
         job=job_obj,
         nodes=nodes,
         real_robot_confirmed=real_robot_confirmed,
+        redactor=redactor,
     )
     return PreflightResult(
-        run_checks(ctx), rlinf, job_obj, None, _shown(Path(rlinf_config)), validated
+        run_checks(ctx), rlinf, job_obj, None, _shown(Path(rlinf_config)), validated, redactor
     )

@@ -120,14 +120,11 @@ class RLinfConfig:
             self._cfg = OmegaConf.create(self.data, flags={"allow_objects": False})
         return self._cfg
 
-    def raw(self, dotted: str, default: Any = None) -> Any:
-        """The composed value at ``dotted`` with interpolations left as written."""
-        node: Any = self.data
-        for part in dotted.split("."):
-            if not isinstance(node, dict) or part not in node:
-                return default
-            node = node[part]
-        return node
+    def raw(self, key: str | KeyPath, default: Any = None) -> Any:
+        """The composed value at ``key`` (a dotted key or a ``KeyPath``) with interpolations
+        left as written; the empty key is no value (``resolved()`` is the whole config)."""
+        path = parse_key(key) if isinstance(key, str) else tuple(key)
+        return _at(self.data, path, default) if path else default
 
     def has(self, dotted: str) -> bool:
         return self.raw(dotted, _MISSING) is not _MISSING
@@ -152,21 +149,21 @@ class RLinfConfig:
         ``problems`` rather than failing the whole subtree.
         """
         raw = self.raw(dotted) if dotted else self.data
-        return self._resolve_tree(raw, dotted)
+        return self._resolve_tree(raw, parse_key(dotted))
 
-    def _resolve_tree(self, raw: Any, dotted: str) -> Any:
+    def _resolve_tree(self, raw: Any, path: KeyPath) -> Any:
         if isinstance(raw, dict):
-            return {k: self._resolve_tree(v, _join(dotted, str(k))) for k, v in raw.items()}
+            return {k: self._resolve_tree(v, (*path, str(k))) for k, v in raw.items()}
         if isinstance(raw, list):
             out = []
             for i, item in enumerate(raw):
                 if isinstance(item, dict | list) or not _is_interp(item):
-                    out.append(self._resolve_tree(item, f"{dotted}[{i}]"))
+                    out.append(self._resolve_tree(item, (*path, i)))
                 else:
-                    out.append(self._resolve_leaf(f"{dotted}[{i}]", item))
+                    out.append(self._resolve_leaf(dotted_key((*path, i)), item))
             return out
         if _is_interp(raw):
-            return self._resolve_leaf(dotted, raw)
+            return self._resolve_leaf(dotted_key(path), raw)
         return raw
 
     def _resolve_leaf(self, dotted: str, raw: Any) -> Any:
@@ -311,7 +308,7 @@ class RLinfConfig:
             if (text == applied or text.startswith((applied + ".", applied + "["))) and ov.origin:
                 return ov.origin
         for layer in reversed(self.layers):
-            pkg = tuple(layer.package.split(".")) if layer.package else ()
+            pkg = parse_key(layer.package)
             if path[: len(pkg)] != pkg:
                 continue
             rel = path[len(pkg) :]
@@ -520,7 +517,7 @@ class ConfigLoader:
         key = o.key_or_group
         if key == "hydra.searchpath":
             return
-        exists = key == "hydra" or _has_key(_hydra_schema(), key.removeprefix("hydra."))
+        exists = key == "hydra" or _has_key(_hydra_schema(), parse_key(key)[1:])
         if _kind(o) == "CHANGE" and not exists:
             cfg.problems.append(
                 ConfigProblem(
@@ -599,7 +596,7 @@ class ConfigLoader:
                     )
                 )
                 return
-            _delete(cfg.data, key)
+            _delete(cfg.data, parse_key(key))
             cfg.applied[key] = src
             return
         if _kind(o) == "CHANGE" and not exists:
@@ -628,7 +625,7 @@ class ConfigLoader:
         if isinstance(value, dict) and isinstance(current, dict):
             _merge(current, copy.deepcopy(value))
         else:
-            _set(cfg.data, key, value)
+            _set(cfg.data, parse_key(key), value)
         cfg.applied[key] = src
         cfg._cfg = None
 
@@ -757,7 +754,7 @@ class ConfigLoader:
         if not body:
             return
         target = cfg.data
-        for part in pkg.split(".") if pkg else []:
+        for part in map(str, parse_key(pkg)):  # a package names mapping keys only
             nxt = target.get(part)
             if not isinstance(nxt, dict):
                 nxt = {}
@@ -840,9 +837,9 @@ def _hydra_schema() -> DictConfig:
     return _SCHEMA[0]
 
 
-def _has_key(cfg: Any, dotted: str) -> bool:
+def _has_key(cfg: Any, path: KeyPath) -> bool:
     node = cfg
-    for part in dotted.split("."):
+    for part in path:
         if not OmegaConf.is_dict(node):
             return False
         try:
@@ -874,8 +871,7 @@ def _merge(dst: dict[Any, Any], src: dict[Any, Any]) -> None:
             dst[k] = v
 
 
-def _set(data: dict[str, Any], dotted: str, value: Any) -> None:
-    parts = dotted.split(".")
+def _set(data: dict[Any, Any], parts: KeyPath, value: Any) -> None:
     node = data
     for part in parts[:-1]:
         nxt = node.get(part)
@@ -886,8 +882,7 @@ def _set(data: dict[str, Any], dotted: str, value: Any) -> None:
     node[parts[-1]] = value
 
 
-def _delete(data: dict[str, Any], dotted: str) -> None:
-    parts = dotted.split(".")
+def _delete(data: dict[Any, Any], parts: KeyPath) -> None:
     node: Any = data
     for part in parts[:-1]:
         node = node[part]

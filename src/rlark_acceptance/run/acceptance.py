@@ -18,6 +18,7 @@ from rlark_acceptance.run.step6 import (
     manifest_of,
     plan_for,
 )
+from rlark_acceptance.secrets import Redactor
 
 __all__ = ["AcceptanceRun", "accept", "manifest_of", "submit_and_confirm"]
 
@@ -48,12 +49,14 @@ def accept(
     *,
     on_phase: Callable[[PhaseResult], None] | None = None,
     run_id: str | None = None,
+    redactor: Redactor | None = None,
 ) -> AcceptanceRun:
     """What a release engineer runs: nothing is submitted unless the pre-flight passes.
 
+    ``redactor`` is the run's (the session's, in the suite): the pre-flight's scans fill it.
     On SIGINT / SIGTERM, ``Interrupted`` carries this run (``.run``) up to the caller.
     """
-    pre = preflight_profile(profile)
+    pre = preflight_profile(profile, redactor=redactor)
     if pre.verdict != "pass":
         return AcceptanceRun(pre, None)
     try:

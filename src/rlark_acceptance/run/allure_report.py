@@ -3,7 +3,7 @@
 Labels, categories and names come from ``report_writers``; this module talks to Allure's
 API (``allure.attach``, ``allure.global_attach``) and writes the files Allure reads next to
 the results (``categories.json``, ``environment.properties``, ``executor.json``). Every body
-goes through the redaction.
+goes through the run's ``Redactor``, passed in by the caller.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from rlark_acceptance.run.evidence import (
     pods_and_events_json,
 )
 from rlark_acceptance.run.report import RunReport, ScenarioRecord
+from rlark_acceptance.secrets import Redactor
 
 _TYPES = {
     "yaml": allure.attachment_type.YAML,
@@ -36,11 +37,11 @@ _TYPES = {
 }
 
 
-def attach(body: str, name: str, kind: str) -> None:
-    allure.attach(writers.scrub(body), name, _TYPES[kind])
+def attach(body: str, name: str, kind: str, redactor: Redactor) -> None:
+    allure.attach(redactor.redact(body), name, _TYPES[kind])
 
 
-def attach_evidence(seen: dict[str, Any]) -> None:
+def attach_evidence(seen: dict[str, Any], redactor: Redactor) -> None:
     """What explains a failure, from the values the scenario's steps produced: the Job YAML
     (the user's file, so finding lines match), the pre-flight findings, the effective RLinf
     config, the Worker log excerpt, the Pods and events."""
@@ -49,27 +50,29 @@ def attach_evidence(seen: dict[str, Any]) -> None:
     if pre is not None:
         job = job_yaml(pre)
         if job is not None:
-            attach(job, "Job YAML", "yaml")
-        attach(findings_json(pre), "pre-flight findings", "json")
+            attach(job, "Job YAML", "yaml", redactor)
+        attach(findings_json(pre), "pre-flight findings", "json", redactor)
         effective = effective_config_json(pre)
         if effective is not None:
-            attach(effective, "effective RLinf config", "json")
+            attach(effective, "effective RLinf config", "json", redactor)
     elif seen.get("workspace") is not None:
         path = seen["workspace"].root / "job.yaml"
         if path.is_file():
-            attach(path.read_text(encoding="utf-8"), "Job YAML", "yaml")
+            attach(path.read_text(encoding="utf-8"), "Job YAML", "yaml", redactor)
     if run is not None and getattr(run, "record", None) is not None:
-        attach(run.record.log_excerpt(), "Worker log (excerpt)", "text")
+        attach(run.record.log_excerpt(), "Worker log (excerpt)", "text", redactor)
         dump = pods_and_events_json(run)
         if dump is not None:
-            attach(dump, "Pods and events", "json")
+            attach(dump, "Pods and events", "json", redactor)
 
 
-def describe_failure(check: str, message: str | None, feature_text: str, plugins: Any) -> None:
+def describe_failure(
+    check: str, message: str | None, feature_text: str, plugins: Any, redactor: Redactor
+) -> None:
     """The failed check, its evidence and the doc's remedy first; the test listed under the
     check that failed only (not under its neighbours in the scenario that passed), unless
     that check sits in another section than the scenario's own (it stays where it is)."""
-    allure.dynamic.description(writers.description(feature_text, check, message))
+    allure.dynamic.description(writers.description(feature_text, check, message, redactor))
     keep = writers.story_label(check)
     with _current_result(plugins) as result:
         if result is None:
@@ -91,7 +94,7 @@ def _current_result(plugins: Any) -> Iterator[Any]:
     yield None
 
 
-def shared_run_evidence(run: Any) -> None:
+def shared_run_evidence(run: Any, redactor: Redactor) -> None:
     """The one submission every Step 6 scenario shares is the run's, not scenario 6.1's:
     its Job YAML, Worker log and Pods / events are global attachments."""
     parts = [
@@ -105,10 +108,12 @@ def shared_run_evidence(run: Any) -> None:
     ]
     for body, name, kind in parts:
         if body:
-            allure.global_attach(writers.scrub(body), name=name, attachment_type=_TYPES[kind])
+            allure.global_attach(redactor.redact(body), name=name, attachment_type=_TYPES[kind])
 
 
-def write_extras(path: Path, report: RunReport, reports_dir: Path, run: Any) -> None:
+def write_extras(
+    path: Path, report: RunReport, reports_dir: Path, run: Any, redactor: Redactor
+) -> None:
     """Categories (Allure 2), environment, executor, the summary as a global attachment, the
     shared run's evidence, and the previous Allure 2 report's history."""
     path.mkdir(parents=True, exist_ok=True)
@@ -119,16 +124,18 @@ def write_extras(path: Path, report: RunReport, reports_dir: Path, run: Any) -> 
     )
     env = writers.environment(report.profile, summary)
     (path / "environment.properties").write_text(
-        writers.scrub("".join(f"{k}={v}\n" for k, v in env.items())), encoding="utf-8"
+        redactor.redact("".join(f"{k}={v}\n" for k, v in env.items())), encoding="utf-8"
     )
     (path / "executor.json").write_text(
         json.dumps(writers.executor(name), ensure_ascii=False), encoding="utf-8"
     )
     allure.global_attach(
-        writers.summary_text(report), name=writers.SUMMARY_FILE, attachment_type=_TYPES["json"]
+        writers.summary_text(report, redactor),
+        name=writers.SUMMARY_FILE,
+        attachment_type=_TYPES["json"],
     )
     if run is not None:
-        shared_run_evidence(run)
+        shared_run_evidence(run, redactor)
     history = reports_dir / "allure-report" / "history"
     if history.is_dir():
         shutil.copytree(history, path / "history", dirs_exist_ok=True)
@@ -137,7 +144,9 @@ def write_extras(path: Path, report: RunReport, reports_dir: Path, run: Any) -> 
 # -- the results as the record reads them ----------------------------------------------------
 
 
-def complete_results(path: Path, report: RunReport, uuids: dict[str, str]) -> None:
+def complete_results(
+    path: Path, report: RunReport, uuids: dict[str, str], redactor: Redactor
+) -> None:
     """Make the Allure results say what run-summary.json says, once the run is over.
 
     Every scenario is named ``[check] …`` as in JUnit; a self-check that is inconclusive
@@ -159,7 +168,7 @@ def complete_results(path: Path, report: RunReport, uuids: dict[str, str]) -> No
             file = found
             data = json.loads(file.read_text(encoding="utf-8"))
         else:
-            data = _new_result(rec, report)
+            data = _new_result(rec, report, redactor)
             file = path / f"{data['uuid']}-result.json"
         data["name"] = writers.test_name(rec)
         check = rec.failed_check()
@@ -168,34 +177,36 @@ def complete_results(path: Path, report: RunReport, uuids: dict[str, str]) -> No
             data.setdefault("labels", []).append({"name": "failedCheck", "value": check})
             details = data.setdefault("statusDetails", {})
             cause = rec.result(check).message or rec.message or ""
-            details["message"] = writers.scrub(f"[{check}] {cause}")
+            details["message"] = redactor.redact(f"[{check}] {cause}")
         reason = report.inconclusive(rec, failed_at)
         if reason is not None and failed_at is not None:
-            _inconclusive(data, rec, failed_at, reason)
+            _inconclusive(data, rec, failed_at, reason, redactor)
         tmp = file.with_suffix(".tmp")
         tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
         os.replace(tmp, file)
 
 
-def _inconclusive(data: dict[str, Any], rec: ScenarioRecord, failed_at: str, reason: str) -> None:
+def _inconclusive(
+    data: dict[str, Any], rec: ScenarioRecord, failed_at: str, reason: str, redactor: Redactor
+) -> None:
     message = f"inconclusive: the profile itself fails at {failed_at}"
     data["status"] = "skipped"
     data["statusDetails"] = {
         "message": message,
-        "trace": writers.scrub(f"{reason}\n\nits own failure: {rec.message or ''}"),
+        "trace": redactor.redact(f"{reason}\n\nits own failure: {rec.message or ''}"),
     }
     data["labels"] = [
         {"name": "severity", "value": "minor"} if x.get("name") == "severity" else x
         for x in data.get("labels", [])
     ]
-    data["description"] = writers.scrub(
+    data["description"] = redactor.redact(
         f"**Inconclusive self-check** ({rec.own_check}): {reason}.\n\n"
         f"Troubleshoot the profile at **{failed_at}** first, then run again.\n\n"
         f"Its own failure, for the record:\n\n{writers.quoted(rec.message or '')}"
     )
 
 
-def _new_result(rec: ScenarioRecord, report: RunReport) -> dict[str, Any]:
+def _new_result(rec: ScenarioRecord, report: RunReport, redactor: Redactor) -> dict[str, Any]:
     """A result for a scenario allure-pytest-bdd never started."""
     from allure_commons.utils import md5
 
@@ -222,10 +233,10 @@ def _new_result(rec: ScenarioRecord, report: RunReport) -> dict[str, Any]:
         "testCaseId": md5(full_name),
         "historyId": f"{md5(full_name)}.{md5()}",
         "status": status,
-        "statusDetails": {"message": writers.scrub(message)},
+        "statusDetails": {"message": redactor.redact(message)},
         "stage": "finished",
         "start": now,
         "stop": now,
         "labels": labels,
-        "description": writers.scrub(message),
+        "description": redactor.redact(message),
     }

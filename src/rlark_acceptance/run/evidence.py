@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from rlark_acceptance.model.doc_checks import earliest
-from rlark_acceptance.model.findings import Severity
+from rlark_acceptance.model.findings import Location, Severity
 from rlark_acceptance.preflight.entry import PreflightResult, sorted_findings
 from rlark_acceptance.run.outcome import AcceptanceRun
 from rlark_acceptance.run.report import CheckResult
@@ -39,7 +39,7 @@ def preflight_results(pre: PreflightResult, checks: list[str]) -> list[CheckResu
                     # secret-huggingface-token reads as a secret's name to the redaction,
                     # and the variable's name (HF_TOKEN) went with the "value".
                     "; ".join(f"{f.code} — {f.message}" for f in errors),
-                    str(located) if located else None,
+                    located,
                 )
             )
         elif status == "passed":
@@ -66,7 +66,7 @@ def run_results(run: AcceptanceRun, checks: list[str]) -> list[CheckResult]:
     return out
 
 
-def runtime_location(run: AcceptanceRun, check: str) -> str | None:
+def runtime_location(run: AcceptanceRun, check: str) -> Location | None:
     """``file:line`` of the one field that decides a runtime failure, where one does.
 
     6.4: the profile's ``runInfo.firstSignal`` (the pattern the logs never showed). 6.3,
@@ -77,7 +77,7 @@ def runtime_location(run: AcceptanceRun, check: str) -> str | None:
     if rec is None:
         return None
     if check == "6.4" and pre.profile is not None:
-        return str(pre.profile.loc("runInfo", "firstSignal"))
+        return pre.profile.loc("runInfo", "firstSignal")
     role = pre.job.worker if pre.job is not None else None
     if check != "6.3" or role is None or not role.prepare_script:
         return None
@@ -85,7 +85,7 @@ def runtime_location(run: AcceptanceRun, check: str) -> str | None:
     ray_spoke = any(line.strip() and not is_script_output(line) for line in rec.log)
     if not exited or ray_spoke:
         return None
-    return str(role.doc.text_loc("spec", "roles", role.index, "prepareScript"))
+    return role.doc.text_loc("spec", "roles", role.index, "prepareScript")
 
 
 def preflight_stop(pre: PreflightResult) -> str:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from rlark_acceptance.model.doc_checks import CHECKS, ORDER, earliest, remedy
+from rlark_acceptance.model.findings import Location
 from rlark_acceptance.run.step6.run_id import new_run_id
 
 Status = Literal["passed", "failed", "notReached", "skipped"]
@@ -54,7 +55,7 @@ class CheckResult:
     check: str
     status: Status
     message: str | None = None
-    location: str | None = None  # file:line in the user's own file, for a finding
+    location: Location | None = None  # file:line in the user's own file, for a finding
 
 
 @dataclass
@@ -173,7 +174,7 @@ class RunReport:
             "hint": remedy(first, message),
         }
         if result.location:
-            out["location"] = result.location
+            out["location"] = str(result.location)
         return out
 
     def in_page_order(self) -> list[ScenarioRecord]:

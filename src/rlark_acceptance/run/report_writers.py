@@ -1,8 +1,9 @@
 """Writers of the run record: ``run-summary.json``, JUnit properties and Allure metadata.
 
 Each format is a function of the model (``run/report.py``); adding a format touches only
-this module. Every string that leaves the process goes through the one redaction
-(``preflight.secrets.redact``) plus the values of secret-named environment variables.
+this module. Every string that leaves the process goes through the run's ``Redactor``
+(``rlark_acceptance.secrets``): what the run's scans found, what each text reveals and the
+values of secret-named environment variables.
 """
 
 from __future__ import annotations
@@ -15,48 +16,37 @@ from pathlib import Path
 from typing import Any
 
 from rlark_acceptance.model.doc_checks import BY_ID, CHECKS, earliest, remedy
+from rlark_acceptance.run.report import Kind, RunReport, ScenarioRecord
+from rlark_acceptance.secrets import Redactor
 
 __all__ = ["remedy"]  # writers.remedy: the doc's remedy for a failure, as every writer says it
-from rlark_acceptance.preflight.secrets import redact
-from rlark_acceptance.run.report import Kind, RunReport, ScenarioRecord
 
 PAGE = "在单个 GPU 节点上运行 RLinf"
 SUMMARY_FILE = "run-summary.json"
-_SECRET_ENV = re.compile(r"(SECRET|TOKEN|PASSWORD|PASSWD|KEY)", re.I)
 
 # Sections in the page's order, numbered so that every tree sorted by name reads as the page.
 SECTIONS: tuple[str, ...] = tuple(dict.fromkeys(c.section for c in CHECKS))
 
 
-def scrub(text: str) -> str:
-    """Redact detected secrets and the values of secret-named environment variables."""
-    known = [v for k, v in os.environ.items() if _SECRET_ENV.search(k) and len(v) >= 6]
-    return redact(text, extra_values=known)
-
-
-def scrubbed(data: Any) -> Any:
-    """``data`` with every string redacted (keys included)."""
-    if isinstance(data, str):
-        return scrub(data)
-    if isinstance(data, dict):
-        return {scrubbed(k): scrubbed(v) for k, v in data.items()}
-    if isinstance(data, list | tuple):
-        return [scrubbed(v) for v in data]
-    return data
+def run_redactor() -> Redactor:
+    """The redaction of one run of the suite: its scans' values and the credentials of the
+    process's environment (read at each redaction: the session exports the test services')."""
+    return Redactor(environ=os.environ)
 
 
 # -- run-summary.json --------------------------------------------------------------------
 
 
-def summary_text(report: RunReport) -> str:
-    return json.dumps(scrubbed(report.summary()), indent=2, ensure_ascii=False) + "\n"
+def summary_text(report: RunReport, redactor: Redactor) -> str:
+    data = redactor.redact_strings(report.summary())
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
-def write_summary(report: RunReport, directory: Path) -> Path:
+def write_summary(report: RunReport, directory: Path, redactor: Redactor) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / SUMMARY_FILE
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(summary_text(report), encoding="utf-8")
+    tmp.write_text(summary_text(report, redactor), encoding="utf-8")
     tmp.replace(path)  # a reader never sees half a record
     return path
 
@@ -121,7 +111,7 @@ def junit_properties(checks: Iterable[str], kind: Kind) -> list[tuple[str, str]]
     return [("check", c) for c in checks] + [("acceptance", kind)]
 
 
-def junit_xml(report: RunReport, others: Iterable[Any] = ()) -> str:
+def junit_xml(report: RunReport, redactor: Redactor, others: Iterable[Any] = ()) -> str:
     """The record as CI test tabs read it (the JUnit schema Jenkins and GitLab read).
 
     One suite for the profile as it is, one for the self-checks, each in the page's order,
@@ -154,7 +144,7 @@ def junit_xml(report: RunReport, others: Iterable[Any] = ()) -> str:
             time=f"{s.duration:.3f}",
         )
         for tag, attrs, text in _junit_outcome(report, s, failed_at):
-            ET.SubElement(tc, tag, attrs).text = scrub(text) if text else None
+            ET.SubElement(tc, tag, attrs).text = redactor.redact(text) if text else None
 
     profile = suite(report_name(data) + " — the profile as it is")
     props = ET.SubElement(profile, "properties")
@@ -163,11 +153,11 @@ def junit_xml(report: RunReport, others: Iterable[Any] = ()) -> str:
         ("verdict", data["verdict"]),
         ("earliestFailure", failed_at or "none"),
     ):
-        ET.SubElement(props, "property", name=k, value=scrub(str(v)))
+        ET.SubElement(props, "property", name=k, value=redactor.redact(str(v)))
     run_error = _run_error(report, data)
     if run_error is not None:
         tc = ET.SubElement(profile, "testcase", classname="rlark-acceptance", name=run_error[0])
-        ET.SubElement(tc, "error", message=scrub(run_error[1]), type=run_error[2])
+        ET.SubElement(tc, "error", message=redactor.redact(run_error[1]), type=run_error[2])
     ordered = report.in_page_order()
     for s in ordered:
         if s.kind == "profile":
@@ -293,7 +283,7 @@ def quoted(message: str) -> str:
     return "\n".join(f"> {line}  " for line in lines)  # wraps, unlike a code block
 
 
-def description(feature_text: str, check: str, message: str | None) -> str:
+def description(feature_text: str, check: str, message: str | None, redactor: Redactor) -> str:
     """Markdown a reader sees first: what failed, the doc's remedy, then the feature."""
     parts = [f"**{check} failed** ({BY_ID[check].section}): {BY_ID[check].says}"]
     if message:
@@ -301,7 +291,7 @@ def description(feature_text: str, check: str, message: str | None) -> str:
     parts.append(f"**The doc's remedy:** {remedy(check, message)}")
     if feature_text:
         parts.append(feature_text)
-    return scrub("\n\n".join(parts))
+    return redactor.redact("\n\n".join(parts))
 
 
 def allure2_categories() -> list[dict[str, Any]]:

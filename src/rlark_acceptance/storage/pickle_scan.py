@@ -36,7 +36,6 @@ class Built:
 
 @dataclass
 class PickleSummary:
-    opcodes: int = 0
     persistent_ids: list[Any] = field(default_factory=list)
     globals: set[str] = field(default_factory=set)
     objects: list[Built] = field(default_factory=list)  # every NEWOBJ, its state once built
@@ -88,7 +87,6 @@ def scan_pickle(data: bytes) -> PickleSummary:
     if not ops or ops[-1][0].name != "STOP":
         raise PickleScanError("pickle has no STOP opcode")
     for op, arg, pos in ops:
-        summary.opcodes += 1
         name = op.name
         try:
             if name in _STRINGS:

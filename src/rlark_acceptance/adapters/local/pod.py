@@ -86,7 +86,6 @@ class PodRun:
         self.lock = threading.RLock()
         self.log_file = None if scratch is None else scratch / "pod.log"
         self.deleted = False
-        self.started_at: float | None = None  # monotonic, when the Worker began running
         self.ended = False
         self._lock_fd: int | None = None
 
@@ -254,7 +253,6 @@ class PodRun:
     def _on_status(self, text: str) -> str | None:
         word, _, rest = text.partition(" ")
         if word == STATUS_STARTED:
-            self.started_at = time.monotonic()
             self.event("Created", f"Created container {CONTAINER}")
             self.event("Started", f"Started container {CONTAINER}")
             self.set_phase(phase="Running", reason=None, message=None)

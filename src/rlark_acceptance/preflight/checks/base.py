@@ -10,8 +10,8 @@ from typing import Any, TypeVar
 from rlark_acceptance.model.findings import Finding, Location, Severity, Status, error
 from rlark_acceptance.model.job import Job, Role
 from rlark_acceptance.model.profile import NodeSpec, Profile, RunInfo
-from rlark_acceptance.preflight.secrets import redact
 from rlark_acceptance.rlinf.effective import EffectiveRLinf
+from rlark_acceptance.secrets import Redactor
 
 
 @dataclass
@@ -25,6 +25,9 @@ class Context:
     nodes: list[NodeSpec] | None = None
     clusters: list[str] | None = None
     real_robot_confirmed: bool = False
+    # The run's redaction: the secret scans of 3.6 / 5.8 remember what they find in it, and
+    # every finding's message goes through it.
+    redactor: Redactor = field(default_factory=Redactor)
 
     @property
     def run_info(self) -> RunInfo | None:
@@ -161,14 +164,14 @@ def run_checks(ctx: Context, only: Iterable[str] | None = None) -> Outcome:
             out.findings.append(error(p.check, "yaml-shape", p.message, p.location))
             if p.check not in out.evaluated:
                 out.evaluated.append(p.check)
-    # Messages quote the inputs (an override, a config value, an image): the one redaction
+    # Messages quote the inputs (an override, a config value, an image): the run's redaction
     # runs last, when the secret scans of 3.6 / 5.8 have seen every value.
-    out.findings = [_redacted(f) for f in out.findings]
+    out.findings = [_redacted(f, ctx.redactor) for f in out.findings]
     return out
 
 
-def _redacted(f: Finding) -> Finding:
-    message = redact(f.message)
+def _redacted(f: Finding, redactor: Redactor) -> Finding:
+    message = redactor.redact(f.message)
     return f if message == f.message else dataclasses.replace(f, message=message)
 
 

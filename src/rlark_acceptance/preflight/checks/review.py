@@ -15,7 +15,6 @@ from rlark_acceptance.preflight.checks.base import (
     nodes_matching,
 )
 from rlark_acceptance.preflight.checks.worker import gpu_findings
-from rlark_acceptance.preflight.secrets import redact, scan_script, scan_tree, scan_value
 
 
 @check("5.1", needs=("job",))
@@ -97,7 +96,8 @@ def prepared_values_in_preview(ctx: Context) -> Iterator[Finding]:
         yield error(
             "5.6",
             "image-differs",
-            f"image {redact(str(role.image))} differs from prepared {redact(str(ri.image))}",
+            f"image {ctx.redactor.redact(str(role.image))} differs from prepared "
+            f"{ctx.redactor.redact(str(ri.image))}",
             role.loc("image"),
         )
     if ri.start_command and " ".join((job.run_script or "").split()) != " ".join(
@@ -156,7 +156,7 @@ def expected_node(ctx: Context) -> Iterator[Finding]:
 @check("5.8", needs=("job",))
 def no_secrets(ctx: Context) -> Iterator[Finding]:
     job = ctx.the_job
-    for path, hit in scan_tree(job.doc.data):
+    for path, hit in ctx.redactor.scan_tree(job.doc.data):
         yield error(
             "5.8",
             f"secret-{hit.kind}",
@@ -170,7 +170,7 @@ def no_secrets(ctx: Context) -> Iterator[Finding]:
             ("startCommand", ri.start_command),
             ("prepareCommand", ri.prepare_command),
         ):
-            for hit in scan_script(text or ""):
+            for hit in ctx.redactor.scan_script(text or ""):
                 yield error(
                     "5.8",
                     f"secret-{hit.kind}",
@@ -179,7 +179,7 @@ def no_secrets(ctx: Context) -> Iterator[Finding]:
                 )
         if isinstance(ri.image, str):
             # The prepared image goes into the YAML too: user:pass@registry/... is a secret.
-            for hit in scan_value("image", ri.image):
+            for hit in ctx.redactor.scan_value("image", ri.image):
                 yield error(
                     "5.8",
                     f"secret-{hit.kind}",
@@ -195,7 +195,7 @@ def no_secrets_in_rlinf_config(ctx: Context) -> Iterator[Finding]:
     r = ctx.rlinf
     assert r is not None
     for layer in r.config.layers:
-        for path, hit in scan_tree(layer.doc.data):
+        for path, hit in ctx.redactor.scan_tree(layer.doc.data):
             key = dotted(path)
             if layer.package:
                 key = f"{layer.package}.{key}"
@@ -209,7 +209,7 @@ def no_secrets_in_rlinf_config(ctx: Context) -> Iterator[Finding]:
         if ov.source != "profile":
             continue  # the run script's overrides are scanned with the Job's scripts
         name, _, value = ov.text.lstrip("+~").partition("=")
-        for hit in scan_value(name, value):
+        for hit in ctx.redactor.scan_value(name, value):
             yield error(
                 "5.8",
                 f"secret-{hit.kind}",

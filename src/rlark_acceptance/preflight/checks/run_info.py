@@ -9,18 +9,20 @@ from collections.abc import Iterator
 from rlark_acceptance.model.findings import Finding, Location, error, warning
 from rlark_acceptance.preflight.checks.base import Context, check, is_count
 from rlark_acceptance.preflight.checks.images import MOVING_TAGS, parse_image
-from rlark_acceptance.preflight.secrets import redact
+from rlark_acceptance.secrets import Redactor
 
 PATH_KINDS = ("data", "model", "checkpoint", "output")
 
 
-def image_findings(check_id: str, image: object, loc: Location | None) -> Iterator[Finding]:
+def image_findings(
+    check_id: str, image: object, loc: Location | None, redactor: Redactor
+) -> Iterator[Finding]:
     """Shared by P.1 (run info) and 3.4 (the Worker's image field)."""
     if not isinstance(image, str) or not image.strip():
         yield error(check_id, "image-missing", "no image address", loc)
         return
     ref = parse_image(image)
-    shown = redact(image)  # user:pass@registry/... must not reach the console or a report
+    shown = redactor.redact(image)  # user:pass@registry/... must not reach the console or a report
     if not ref.valid:
         yield error(
             check_id, "image-invalid", f"image {shown} is not a valid reference: {ref.why}", loc
@@ -40,7 +42,7 @@ def image_findings(check_id: str, image: object, loc: Location | None) -> Iterat
 @check("P.1", needs=("run_info",))
 def prepared_image(ctx: Context) -> Iterator[Finding]:
     ri = ctx.the_run_info
-    yield from image_findings("P.1", ri.image, ctx.ri_loc("image"))
+    yield from image_findings("P.1", ri.image, ctx.ri_loc("image"), ctx.redactor)
 
 
 @check("P.2", needs=("run_info",))

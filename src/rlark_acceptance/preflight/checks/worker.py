@@ -14,7 +14,6 @@ from rlark_acceptance.preflight.checks.base import (
     nodes_matching,
 )
 from rlark_acceptance.preflight.checks.run_info import image_findings
-from rlark_acceptance.preflight.secrets import scan_value
 
 _LABEL_NAME = re.compile(r"^[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?$")
@@ -145,7 +144,7 @@ def worker_gpus(ctx: Context) -> Iterator[Finding]:
 @check("3.4", needs=("worker",))
 def worker_image(ctx: Context) -> Iterator[Finding]:
     role = ctx.worker
-    yield from image_findings("3.4", role.image, role.loc("image"))
+    yield from image_findings("3.4", role.image, role.loc("image"), ctx.redactor)
 
 
 @check("3.5", needs=("worker",))
@@ -185,7 +184,7 @@ def _squash(text: str) -> str:
 @check("3.6", needs=("worker",))
 def env_not_sensitive(ctx: Context) -> Iterator[Finding]:
     for var in ctx.worker.env:
-        for hit in scan_value(var.name, var.value or ""):
+        for hit in ctx.redactor.scan_value(var.name, var.value or ""):
             yield error(
                 "3.6",
                 f"secret-{hit.kind}",

@@ -8,10 +8,10 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from rlark_acceptance.preflight.secrets.docker_auth import docker_auth_found
-from rlark_acceptance.preflight.secrets.hits import Found
-from rlark_acceptance.preflight.secrets.names import URL_CREDS, is_literal
-from rlark_acceptance.preflight.secrets.plugins import pem_span, plugin_found
+from rlark_acceptance.secrets.docker_auth import docker_auth_found
+from rlark_acceptance.secrets.hits import Found
+from rlark_acceptance.secrets.names import URL_CREDS, is_literal
+from rlark_acceptance.secrets.plugins import pem_span, plugin_found
 
 
 def _mixed(s: str) -> bool:

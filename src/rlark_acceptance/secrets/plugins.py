@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from rlark_acceptance.preflight.secrets.hits import Found
+from rlark_acceptance.secrets.hits import Found
 
 
 @dataclass(frozen=True)

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from rlark_acceptance.model.keypath import KeyPath
-from rlark_acceptance.preflight.secrets.commands import command_assignments
-from rlark_acceptance.preflight.secrets.formats import b64_found, format_found
-from rlark_acceptance.preflight.secrets.hits import Found, SecretHit, to_hit
-from rlark_acceptance.preflight.secrets.memory import remember
-from rlark_acceptance.preflight.secrets.names import (
+from rlark_acceptance.secrets.commands import command_assignments
+from rlark_acceptance.secrets.formats import b64_found, format_found
+from rlark_acceptance.secrets.hits import Found, SecretHit, to_hits
+from rlark_acceptance.secrets.names import (
     assignments,
     is_literal,
     overlaps,
@@ -19,8 +18,16 @@ from rlark_acceptance.preflight.secrets.names import (
     strip_span,
 )
 
+# Where a scan hands the values it found, so that a run's redaction removes them wherever
+# they show up later (``Redactor.remember``); a bare scan keeps nothing.
+Remember = Callable[[Iterable[str]], None]
 
-def scan_text(text: str) -> list[Found]:
+
+def _forget(values: Iterable[str]) -> None:
+    return None
+
+
+def scan_text(text: str, remember: Remember = _forget) -> list[Found]:
     """All hits in ``text`` with spans: formats, URL credentials and named literal values."""
     strong = [*format_found(text), *b64_found(text)]
     weak: list[Found] = []
@@ -67,16 +74,16 @@ def _dedupe(found: Iterable[Found]) -> list[Found]:
     return [f for f in out if f.strong or not holds_another(f)]
 
 
-def scan_script(text: str) -> list[SecretHit]:
+def scan_script(text: str, remember: Remember = _forget) -> list[SecretHit]:
     """Hits in a script or any free text, ordered by position.
 
     >>> [(h.kind, h.name) for h in scan_script("export WANDB_API_KEY=abc123def\\nrun")]
     [('secret-variable', 'WANDB_API_KEY')]
     """
-    return [to_hit(text, f) for f in scan_text(text)]
+    return to_hits(text, scan_text(text, remember))
 
 
-def scan_value(name: str | None, value: str) -> list[SecretHit]:
+def scan_value(name: str | None, value: str, remember: Remember = _forget) -> list[SecretHit]:
     """Hits in one env var / YAML string field; ``name`` is the variable name or YAML key.
 
     The value is also scanned as text (it may be a script). Hits in a one-line value carry
@@ -86,12 +93,12 @@ def scan_value(name: str | None, value: str) -> list[SecretHit]:
     >>> [h.kind for h in scan_value("AWS_ACCESS_KEY_ID", doc_id)]
     ['aws-access-key']
     """
-    return [to_hit(value, f) for f in value_found(name, value)]
+    return to_hits(value, value_found(name, value, remember))
 
 
-def value_found(name: str | None, value: str) -> list[Found]:
+def value_found(name: str | None, value: str, remember: Remember = _forget) -> list[Found]:
     """The hits of :func:`scan_value` with their spans, ordered by position."""
-    found = scan_text(value)
+    found = scan_text(value, remember)
     single_line = "\n" not in value.strip()
     for f in found:
         # A one-line value is reported under its field (AZURE_CONN, not the AccountKey inside
@@ -112,7 +119,9 @@ def value_found(name: str | None, value: str) -> list[Found]:
 TreePath = KeyPath
 
 
-def scan_tree(obj: Any, path: TreePath = ()) -> list[tuple[TreePath, SecretHit]]:
+def scan_tree(
+    obj: Any, path: TreePath = (), remember: Remember = _forget
+) -> list[tuple[TreePath, SecretHit]]:
     """Scan every string in a parsed YAML document; returns ``(key path, hit)`` pairs.
 
     Env entries ``{name: X, value: Y}`` are scanned with ``X`` as the name; scripts and
@@ -129,14 +138,14 @@ def scan_tree(obj: Any, path: TreePath = ()) -> list[tuple[TreePath, SecretHit]]
             if isinstance(val, str | int) and not isinstance(val, bool):
                 # A number under a secret name (password: 12345678) is a literal too.
                 name = env_name if key == "value" and env_name else str(key)
-                out += [(sub, h) for h in scan_value(name, str(val))]
+                out += [(sub, h) for h in scan_value(name, str(val), remember)]
             else:
-                out += scan_tree(val, sub)
+                out += scan_tree(val, sub, remember)
     elif isinstance(obj, Sequence) and not isinstance(obj, str | bytes):
         for i, item in enumerate(obj):
             sub = (*path, i)
             if isinstance(item, str):
-                out += [(sub, h) for h in scan_value(None, item)]
+                out += [(sub, h) for h in scan_value(None, item, remember)]
             else:
-                out += scan_tree(item, sub)
+                out += scan_tree(item, sub, remember)
     return out

@@ -1,4 +1,5 @@
-"""Secret scan for the strings and scripts of an RLark Job YAML (checks 3.6 / 5.8).
+"""Secret scan and redaction (checks 3.6 / 5.8), on the ground floor: the pre-flight scans,
+the run's writers redact, and both use the ``Redactor`` their run owns.
 
 Finds private keys, cloud / object-storage keys, well-known token formats, credentials in
 URLs and *literal* values of variables named like passwords, secrets, tokens or keys.
@@ -12,22 +13,22 @@ Example::
     ['secret-variable']
     >>> scan_value("HF_TOKEN", "${HF_TOKEN}")
     []
-    >>> redact("export DB_PASSWORD=hunter2 && run")
+    >>> run = Redactor()
+    >>> run.redact("export DB_PASSWORD=hunter2 && run")
     'export DB_PASSWORD=*** && run'
 
 One module per job: ``plugins`` (the detect-secrets wrapper), ``formats`` (the scanner's own
 format rules, URL credentials, base64), ``names`` (secret-looking names, literal values and
 where assignments are), ``commands`` (credential arguments of well-known tools),
-``docker_auth`` (Docker's auth config), ``scan`` (a text, a value, a YAML tree), ``memory``
-(the values found so far) and ``redaction`` (texts, values, trees). This module is the
-public face.
+``docker_auth`` (Docker's auth config), ``scan`` (a text, a value, a YAML tree; pure) and
+``redactor`` (a run's memory of what its scans found, and its redaction of texts, values and
+trees). This module is the public face.
 """
 
-from rlark_acceptance.model.keypath import dotted
-from rlark_acceptance.preflight.secrets.hits import REDACTED, SecretHit
-from rlark_acceptance.preflight.secrets.names import secret_name_kind
-from rlark_acceptance.preflight.secrets.redaction import redact, redact_tree, redact_value
-from rlark_acceptance.preflight.secrets.scan import (
+from rlark_acceptance.secrets.hits import REDACTED, SecretHit
+from rlark_acceptance.secrets.names import secret_name_kind
+from rlark_acceptance.secrets.redactor import Redactor
+from rlark_acceptance.secrets.scan import (
     TreePath,
     scan_script,
     scan_tree,
@@ -36,12 +37,9 @@ from rlark_acceptance.preflight.secrets.scan import (
 
 __all__ = [
     "REDACTED",
+    "Redactor",
     "SecretHit",
     "TreePath",
-    "dotted",
-    "redact",
-    "redact_tree",
-    "redact_value",
     "scan_script",
     "scan_tree",
     "scan_value",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import bisect
-import functools
 from dataclasses import dataclass
 
 REDACTED = "***"
@@ -58,7 +57,14 @@ class Found:
     encoded: bool = False  # found inside a base64 blob
 
 
-def to_hit(text: str, f: Found) -> SecretHit:
+def to_hits(text: str, found: list[Found]) -> list[SecretHit]:
+    """The hits of ``text``; its newline offsets are found once, so that a text with
+    thousands of hits is not rescanned for each (and no text is kept after the call)."""
+    newlines = [i for i, c in enumerate(text) if c == "\n"] if found else []
+    return [to_hit(text, f, bisect.bisect_left(newlines, f.start)) for f in found]
+
+
+def to_hit(text: str, f: Found, line: int) -> SecretHit:
     value = text[f.start : f.end]
     what = KIND_TEXT.get(f.kind, f.kind)
     if f.encoded:
@@ -75,15 +81,4 @@ def to_hit(text: str, f: Found) -> SecretHit:
         else "remove it and rotate it"
     )
     description = f"{what}{where} (value withheld); {advice}"
-    return SecretHit(f.kind, name, _line_of(text, f.start), description)
-
-
-@functools.lru_cache(maxsize=8)
-def _newlines(text: str) -> list[int]:
-    return [i for i, c in enumerate(text) if c == "\n"]
-
-
-def _line_of(text: str, pos: int) -> int:
-    """0-based line of ``pos``; the newline offsets are found once per text, so a text with
-    thousands of hits is not rescanned for each."""
-    return bisect.bisect_left(_newlines(text), pos)
+    return SecretHit(f.kind, name, line, description)

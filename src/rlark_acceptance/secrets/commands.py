@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from rlark_acceptance.preflight.secrets.names import Assignment
+from rlark_acceptance.secrets.names import Assignment
 
 # One shell word: quoted, or unquoted up to a blank or an operator.
 _WORD = r"""(?:"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|(?:[^\s;&|()<>"'`\\]|\\.)+)"""

@@ -16,8 +16,8 @@ import binascii
 import re
 from collections.abc import Iterator
 
-from rlark_acceptance.preflight.secrets.hits import Found
-from rlark_acceptance.preflight.secrets.names import is_literal
+from rlark_acceptance.secrets.hits import Found
+from rlark_acceptance.secrets.names import is_literal
 
 # "auth": "<base64>", also JSON escaped inside another string (\"auth\": \"...\").
 _AUTH = re.compile(r'\\*"auth\\*"[ \t]*:[ \t]*\\*"(?P<value>[A-Za-z0-9+/]{4,}={0,2})\\*"')
