@@ -40,6 +40,7 @@ from fixtures.testenv import KubeEnv, S3Env
 from rlark_acceptance.adapters import Happening, JobRef, Observation, SubmitRejected, open_adapter
 from rlark_acceptance.adapters.base import LeftoversRemoved
 from rlark_acceptance.adapters.kubernetes.adapter import KubernetesAdapter, KubernetesAdapterError
+from rlark_acceptance.adapters.kubernetes.options import KubernetesOptions
 from rlark_acceptance.adapters.kubernetes.stream import (
     MAX_ATTEMPTS,
     Stopper,
@@ -92,7 +93,8 @@ def profile(kube_env: KubeEnv, kube_namespace: str) -> Profile:
         adapter="kubernetes",
         kubeconfig=str(kube_env.kubeconfig),
         namespace=kube_namespace,
-        options={"cluster": RLARK_CLUSTER, "delete_timeout": 30},
+        cluster=(RLARK_CLUSTER,),
+        options=KubernetesOptions(delete_timeout=30),
     )
     prof.run_info.gpus = 8
     prof.run_info.expected_node = NODE

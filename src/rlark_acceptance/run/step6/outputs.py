@@ -8,30 +8,23 @@ are touched: everything listed at the location before submission, unchanged, sta
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, cast
+from typing import TYPE_CHECKING
 
 from rlark_acceptance.adapters.base import CleanupRefused, TargetUnreachable
-from rlark_acceptance.model.errors import InputError
-from rlark_acceptance.model.profile import Profile
+from rlark_acceptance.model.profile import KEEP_OUTPUTS, KeepOutputs, Profile
 from rlark_acceptance.storage import ObjectNotFound, Removable, StoreError
 
 if TYPE_CHECKING:
     from rlark_acceptance.run.step6.output import Location
     from rlark_acceptance.run.step6.run import Step6Run
 
-KeepOutputs = Literal["onFailure", "always", "never"]
-KEEP_OUTPUTS: tuple[KeepOutputs, ...] = ("onFailure", "always", "never")
+# KEEP_OUTPUTS / KeepOutputs: the profile's, named here where the run reads them.
+__all__ = ["KEEP_OUTPUTS", "KeepOutputs", "keep_outputs_policy", "output_root", "settle_outputs"]
 
 
 def keep_outputs_policy(profile: Profile) -> KeepOutputs:
-    """``target.keepOutputs`` of the profile; a wrong value names the profile's line."""
-    value = profile.target.options.get("keepOutputs", "onFailure")
-    if value not in KEEP_OUTPUTS:
-        raise InputError(
-            str(profile.loc("target", "keepOutputs")),
-            f"target.keepOutputs must be one of {', '.join(KEEP_OUTPUTS)}, not {value!r}",
-        )
-    return cast(KeepOutputs, value)
+    """``target.keepOutputs`` of the profile (checked when the profile was loaded)."""
+    return profile.target.keep_outputs
 
 
 def output_root(profile: Profile) -> object:
