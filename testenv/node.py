@@ -160,7 +160,8 @@ def up(state: State, apiserver_port: int, kubeconfig: Path, ca: Path, kubectl: A
             str(apiserver_port),
         ],
         logs / "node-forward.log",
-        dict(os.environ),
+        # Its state dir in its environment: what `down` finds it by if the record is lost.
+        {**os.environ, "RLARK_TESTENV_STATE": str(state_root())},
         Path(__file__).resolve().parent.parent,
     )
     env = {

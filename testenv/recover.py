@@ -1,6 +1,7 @@
-"""What runs of this checkout's set when its record is lost (state.json unreadable): found
-by kwokctl's pid files and by each process's own arguments, never by a name alone (other
-checkouts on the machine run the same binaries).
+"""What runs of this state dir's set when its record is lost (state.json unreadable): found
+by kwokctl's pid files and by each process's own arguments or environment, never by a name
+or a working directory alone (other checkouts, and other state dirs of this checkout, run
+the same binaries and modules).
 """
 
 from __future__ import annotations
@@ -10,39 +11,43 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from testenv import build, cluster
-from testenv.paths import REPO_ROOT, state_root
+from testenv.paths import state_root
 from testenv.state import ClusterState, NodeState, PlatformState, S3State, State
+
+STATE_ENV = "RLARK_TESTENV_STATE"
 
 
 @dataclass(frozen=True)
 class Process:
     pid: int
     argv: tuple[str, ...]
-    cwd: str
+    state: str | None  # its RLARK_TESTENV_STATE: the state dir testenv started it for
 
 
 def processes() -> list[Process]:
-    """Every process this user may read the arguments and working directory of."""
+    """Every process this user may read the arguments and environment of."""
     out = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             raw = Path(f"/proc/{entry}/cmdline").read_bytes()
-            cwd = os.readlink(f"/proc/{entry}/cwd")
+            env = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
         except OSError:
             continue
         argv = tuple(a.decode(errors="replace") for a in raw.split(b"\0") if a)
+        prefix = f"{STATE_ENV}=".encode()
+        state = next((e[len(prefix) :].decode() for e in env if e.startswith(prefix)), None)
         if argv:
-            out.append(Process(int(entry), argv, cwd))
+            out.append(Process(int(entry), argv, state))
     return out
 
 
 def recover(found: list[Process] | None = None) -> State:
     """A record of what runs: the services' processes that name this checkout's state dir
-    in their arguments (versitygw, containerd, kubelet), or are this checkout's own Python
-    modules started from it (the node's forwarder, the platform stand-in)."""
-    root, repo = str(state_root()), str(REPO_ROOT)
+    in their arguments (versitygw, containerd, kubelet), or are testenv's own Python modules
+    started for it (the node's forwarder, the platform stand-in: ``RLARK_TESTENV_STATE``)."""
+    root = str(state_root())
     ours = {
         "versitygw": str(build.RECIPES["versitygw"].bin("versitygw")),
         "containerd": str(build.RECIPES["containerd"].bin("containerd")),
@@ -58,9 +63,9 @@ def recover(found: list[Process] | None = None) -> State:
             st.s3 = S3State(pid=p.pid)
         elif exe in ("containerd", "kubelet") and names_root:
             node.pids[exe] = p.pid
-        elif module == "testenv.forward" and p.cwd == repo:
+        elif module == "testenv.forward" and p.state == root:
             node.pids["forward"] = p.pid
-        elif module == "testenv.rlark_platform" and p.cwd == repo:
+        elif module == "testenv.rlark_platform" and p.state == root:
             st.platform = PlatformState(p.pid)
     if node.pids:
         st.node = node

@@ -20,6 +20,7 @@ from testenv.state import (
     S3State,
     State,
     StateCorrupt,
+    from_json,
 )
 
 TESTENV = str(REPO_ROOT / "testenv" / "testenv")
@@ -77,17 +78,19 @@ def test_recover_finds_only_this_checkouts_processes(root: Path) -> None:
     other = "/elsewhere/.testenv"
     found = recover(
         [
-            Process(11, (gw, "--port", "127.0.0.1:1", "posix", f"{root}/s3/data"), "/"),
-            Process(12, (gw, "--port", "127.0.0.1:2", "posix", f"{other}/s3/data"), "/"),
-            Process(13, (kubelet, f"--root-dir={root}/node/kubelet"), "/"),
-            Process(14, ("python", "-m", "testenv.forward", "10.0.0.1"), str(REPO_ROOT)),
-            Process(15, ("python", "-m", "testenv.forward", "10.0.0.5"), "/elsewhere"),
-            Process(16, ("python", "-m", "testenv.rlark_platform", "k"), str(REPO_ROOT)),
+            Process(11, (gw, "--port", "127.0.0.1:1", "posix", f"{root}/s3/data"), None),
+            Process(12, (gw, "--port", "127.0.0.1:2", "posix", f"{other}/s3/data"), None),
+            Process(13, (kubelet, f"--root-dir={root}/node/kubelet"), None),
+            Process(14, ("python", "-m", "testenv.forward", "10.0.0.1"), str(root)),
+            # The same checkout's modules for another state dir, or for none, are not ours.
+            Process(15, ("python", "-m", "testenv.forward", "10.0.0.5"), other),
+            Process(16, ("python", "-m", "testenv.rlark_platform", "k"), None),
+            Process(17, ("python", "-m", "testenv.rlark_platform", "k"), str(root)),
         ]
     )
     assert found.s3 == S3State(pid=11)
     assert found.node is not None and found.node.pids == {"kubelet": 13, "forward": 14}
-    assert found.platform == PlatformState(16)
+    assert found.platform == PlatformState(17)
 
 
 def run_testenv(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -98,9 +101,24 @@ def run_testenv(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.cluster
-def test_down_stops_the_s3_server_of_a_corrupt_record(root: Path) -> None:
+def test_down_stops_the_s3_server_of_a_corrupt_record(
+    root: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     """A user's view: `up s3`, the record is damaged, `status` says so in one line, and
-    `down` still stops the server (found by its arguments) and clears the state."""
+    `down` still stops the server (found by its arguments) and clears the state, and
+    nothing of another state dir of the same checkout."""
+    other = tmp_path_factory.mktemp("other-state")
+    assert run_testenv(other, "up", "s3").returncode == 0
+    theirs = from_json(json.loads((other / "state.json").read_text())).s3
+    assert theirs is not None
+    try:
+        _down_with_a_corrupt_record(root)
+        assert proc.alive(theirs.pid, build.RECIPES["versitygw"].bin("versitygw"))
+    finally:
+        run_testenv(other, "down")
+
+
+def _down_with_a_corrupt_record(root: Path) -> None:
     up = run_testenv(root, "up", "s3")
     assert up.returncode == 0, up.stderr
     pid = state.load().s3.pid  # type: ignore[union-attr]
