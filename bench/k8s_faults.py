@@ -44,11 +44,12 @@ LINE = "x" * 99 + "\n"
 
 
 def kube_env() -> KubeEnv:
-    info = state.load()["cluster"]
+    info = state.load().cluster
+    assert info is not None, "testenv up cluster first"
     return KubeEnv(
-        kubeconfig=Path(info["kubeconfig"]),
-        namespace=info["namespace"],
-        harness_kubeconfig=Path(info["harness_kubeconfig"]),
+        kubeconfig=Path(info.kubeconfig),
+        namespace=info.namespace,
+        harness_kubeconfig=Path(info.harness_kubeconfig),
     )
 
 

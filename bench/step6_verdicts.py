@@ -40,6 +40,7 @@ from rlark_acceptance.model.profile import load_profile  # noqa: E402
 from rlark_acceptance.model.timeouts import Bound, Timeouts  # noqa: E402
 from rlark_acceptance.preflight.entry import preflight_profile  # noqa: E402
 from rlark_acceptance.run.acceptance import accept, submit_and_confirm  # noqa: E402
+from testenv.state import S3State, from_json  # noqa: E402
 
 PROFILE = ROOT / "profiles" / "local.yaml"
 
@@ -78,29 +79,30 @@ def s3_environment() -> None:
     )
     from testenv import state
 
-    use_s3(state.load()["s3"])
+    use_s3(state.load().s3)
 
 
-def use_s3(s3: dict[str, Any]) -> None:
+def use_s3(s3: S3State | None) -> None:
+    assert s3 is not None, "testenv up s3 first"
     os.environ.update(
         {
-            "AWS_ACCESS_KEY_ID": s3["access_key"],
-            "AWS_SECRET_ACCESS_KEY": s3["secret_key"],
-            "AWS_REGION": s3["region"],
-            "AWS_DEFAULT_REGION": s3["region"],
-            "AWS_ENDPOINT_URL_S3": s3["endpoint"],
+            "AWS_ACCESS_KEY_ID": s3.access_key,
+            "AWS_SECRET_ACCESS_KEY": s3.secret_key,
+            "AWS_REGION": s3.region,
+            "AWS_DEFAULT_REGION": s3.region,
+            "AWS_ENDPOINT_URL_S3": s3.endpoint,
         }
     )
 
 
-def private_s3(state: Path, verb: str = "up") -> dict[str, Any]:
+def private_s3(state: Path, verb: str = "up") -> S3State | None:
     """An S3 server of the test services that only this script uses (and may kill)."""
     env = {**os.environ, "RLARK_TESTENV_STATE": str(state)}
     testenv = [str(ROOT / "testenv" / "testenv"), verb, "s3"]
     subprocess.run(testenv, check=True, env=env, stdout=subprocess.DEVNULL)
     if verb != "up":
-        return {}
-    return dict(json.loads((state / "state.json").read_text()).get("s3") or {})
+        return None
+    return from_json(json.loads((state / "state.json").read_text())).s3
 
 
 def closed_port() -> int:
@@ -125,7 +127,8 @@ def storage_faults(tmp: Path) -> int:
             if p.status == "failed":
                 at.setdefault("red", time.perf_counter())
             if p.check == "6.4" and p.status == "passed" and "kill" in at:
-                os.kill(int(s3["pid"]), signal.SIGKILL)
+                assert s3 is not None
+                os.kill(s3.pid, signal.SIGKILL)
                 at["fault"] = time.perf_counter()
 
         def confirm() -> Any:

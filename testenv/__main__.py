@@ -21,6 +21,7 @@ from typing import Any
 
 from testenv import build, cluster, s3, state
 from testenv.paths import cache_root, state_root
+from testenv.recover import recover
 
 SERVICES = ("s3", "cluster")
 
@@ -49,11 +50,16 @@ def up(which: str = "all") -> dict[str, Any]:
 
 def down(which: str = "all") -> None:
     with state.locked():
-        st = state.load()
+        try:
+            st = state.load()
+        except state.StateCorrupt as e:
+            # The record is lost, not the set: stop what is found running.
+            build.say(f"warning: {e}")
+            st = recover()
         # The cluster first: it is the bigger set, and s3 shares nothing with it.
         for target in reversed(_targets(which)):
             {"s3": s3.down, "cluster": cluster.down}[target](st)
-        if st.get("s3") or st.get("cluster"):
+        if st.s3 or st.cluster:
             state.save(st)
         else:
             # Nothing left: remove all generated state but the lock file itself.
@@ -143,8 +149,10 @@ def main(argv: list[str] | None = None) -> int:
                         elif key != "running":
                             print(f"  {key}: {val}")
                 print(f"total rss: {report['total_rss_mib']} MiB")
-            ok = all(report[s]["running"] for s in SERVICES if state.load().get(s))
-            return 0 if ok and any(state.load().get(s) for s in SERVICES) else 1
+            st = state.load()
+            recorded = [s for s in SERVICES if getattr(st, s) is not None]
+            ok = all(report[s]["running"] for s in recorded)
+            return 0 if ok and recorded else 1
     except (build.BuildError, RuntimeError) as exc:
         build.say(f"error: {exc}")
         return 1

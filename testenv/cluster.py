@@ -23,7 +23,7 @@ from typing import Any
 
 from testenv import build, node, proc, rlark_platform, versions
 from testenv.paths import state_root
-from testenv.state import State
+from testenv.state import ClusterState, State
 
 CLUSTER_NAME = "rlark-testenv"
 NAMESPACE = "rlinf-acceptance"
@@ -352,15 +352,15 @@ def apiserver_ready() -> bool:
         return False
 
 
-def healthy(cluster: dict[str, Any] | None) -> bool:
+def healthy(cluster: ClusterState | None) -> bool:
     return bool(cluster) and kubeconfig_path().is_file() and _all_alive() and apiserver_ready()
 
 
 def whole(state: State) -> bool:
     """The control plane, the real node and the platform stand-in all up."""
     return (
-        healthy(state.get("cluster"))
-        and node.healthy(state.get("node"), kubectl)
+        healthy(state.cluster)
+        and node.healthy(state.node, kubectl)
         and rlark_platform.healthy(state)
     )
 
@@ -379,7 +379,7 @@ def _forget_dead() -> None:
 
 
 def up(state: State) -> None:
-    cluster = state.get("cluster")
+    cluster = state.cluster
     if whole(state):
         return
     build.ensure(build.NEEDS["cluster"])
@@ -413,22 +413,19 @@ def up(state: State) -> None:
             "2m",
             timeout=600,
         )
-        cluster = {"ports": ports}
-    state["cluster"] = {
-        **(cluster or {}),
-        "kubeconfig": str(kubeconfig_path()),
-        "namespace": NAMESPACE,
-        "pids": pids(),
-    }
+        cluster = ClusterState(ports=ports)
+    cluster = cluster or ClusterState()
+    cluster.kubeconfig, cluster.namespace, cluster.pids = str(kubeconfig_path()), NAMESPACE, pids()
+    state.cluster = cluster
     _apply_objects()
     _wait_ready()
-    _harness_access(state)
-    ports = state["cluster"].get("ports") or {}
+    cluster.harness_kubeconfig = _harness_access()
     try:
-        node.up(state, int(ports["kube-apiserver"]), kubeconfig_path(), _pki("ca.crt"), kubectl)
+        apiserver = cluster.ports["kube-apiserver"]
+        node.up(state, apiserver, kubeconfig_path(), _pki("ca.crt"), kubectl)
         rlark_platform.up(state)
     finally:
-        state["cluster"]["node"] = bool(state.get("node"))
+        cluster.node = state.node is not None
 
 
 HARNESS_RBAC = HERE.parent / "deploy" / "harness-rbac.yaml"
@@ -439,7 +436,7 @@ def harness_kubeconfig_path() -> Path:
     return state_root() / "harness.kubeconfig"
 
 
-def _harness_access(state: State) -> None:
+def _harness_access() -> str:
     """The harness's own identity: the ServiceAccount bound to the repository's
     least-privilege Role, and a kubeconfig with its token (RBAC enforced by the API server)."""
     import yaml
@@ -465,7 +462,7 @@ def _harness_access(state: State) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as fh:
         yaml.safe_dump(cfg, fh)
-    state["cluster"]["harness_kubeconfig"] = str(path)
+    return str(path)
 
 
 def restart_component(state: State, component: str) -> int:
@@ -486,7 +483,9 @@ def start_dead(state: State) -> None:
     if not _all_alive():  # another component gave up meanwhile: start it too
         _forget_dead()
         kwokctl("start", "cluster", "--wait", "2m")
-    state.setdefault("cluster", {})["pids"] = pids()
+    if state.cluster is None:
+        state.cluster = ClusterState()
+    state.cluster.pids = pids()
 
 
 def down(state: State) -> None:
@@ -494,7 +493,7 @@ def down(state: State) -> None:
     left = node.down(state)
     if left:
         build.say("down: left behind: " + ", ".join(left))
-    recorded: dict[str, int] = dict((state.get("cluster") or {}).get("pids") or {})
+    recorded = dict(state.cluster.pids) if state.cluster else {}
     recorded.update(pids())
     if (cluster_dir() / "kwok.yaml").is_file() and Path(_bin("kwok", "kwokctl")).is_file():
         # The pids below are stopped either way.
@@ -503,14 +502,14 @@ def down(state: State) -> None:
     bins = component_binaries()
     for comp, pid in recorded.items():
         proc.stop(pid, bins.get(comp))
-    state.pop("cluster", None)
+    state.cluster = None
     shutil.rmtree(workdir(), ignore_errors=True)
     kubeconfig_path().unlink(missing_ok=True)
     harness_kubeconfig_path().unlink(missing_ok=True)
 
 
 def status(state: State) -> dict[str, Any]:
-    cluster = state.get("cluster")
+    cluster = state.cluster
     if not cluster:
         return {"running": False}
     bins = component_binaries()
@@ -522,10 +521,10 @@ def status(state: State) -> dict[str, Any]:
             "rss_mib": round(proc.rss_kib(pid) / 1024, 1),
         }
     return {
-        "running": healthy(cluster) and node.healthy(state.get("node"), kubectl),
+        "running": healthy(cluster) and node.healthy(state.node, kubectl),
         "node": node.status(state),
         "platform": rlark_platform.status(state),
-        "kubeconfig": cluster.get("kubeconfig"),
-        "apiserver_port": (cluster.get("ports") or {}).get("kube-apiserver"),
+        "kubeconfig": cluster.kubeconfig,
+        "apiserver_port": cluster.ports.get("kube-apiserver"),
         "components": comps,
     }

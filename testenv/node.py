@@ -53,7 +53,7 @@ from testenv.node_host import (
     veth,
 )
 from testenv.paths import state_root
-from testenv.state import State
+from testenv.state import NodeState, State
 
 NODE_NAME = "gpu-node-09"
 POOL = "gpu-b"
@@ -87,15 +87,15 @@ def _read_index(archive: Path) -> str:
         return member.read().decode()
 
 
-def healthy(node: dict[str, Any] | None, kubectl: Any) -> bool:
+def healthy(node: NodeState | None, kubectl: Any) -> bool:
     """Running, Ready, and holding the Worker image of the current sources."""
-    return _running(node, kubectl) and (node or {}).get("worker_key") == image.worker_key()
+    return _running(node, kubectl) and node is not None and node.worker_key == image.worker_key()
 
 
-def _running(node: dict[str, Any] | None, kubectl: Any) -> bool:
+def _running(node: NodeState | None, kubectl: Any) -> bool:
     if not node:
         return False
-    pids = node.get("pids") or {}
+    pids = node.pids
     bins = _bins()
     if not all(proc.alive(pids.get(c, 0), bins.get(c)) for c in ("containerd", "kubelet")):
         return False
@@ -116,13 +116,13 @@ def _bins() -> dict[str, str]:
 
 
 def up(state: State, apiserver_port: int, kubeconfig: Path, ca: Path, kubectl: Any) -> None:
-    node = state.get("node")
+    node = state.node
     if healthy(node, kubectl):
         return
     if node and _running(node, kubectl):
         # Only the smoke workload changed: the new Worker image, imported into the node.
         import_image(image.worker_archive(), image.WORKER_IMAGE)
-        node["worker_key"] = image.worker_key()
+        node.worker_key = image.worker_key()
         return
     if node:
         down(state)
@@ -131,17 +131,16 @@ def up(state: State, apiserver_port: int, kubeconfig: Path, ca: Path, kubectl: A
     pause, worker = image.pause_archive(), image.worker_archive()
     net = pick_subnet()
     hosts = list(net.hosts())
-    node = {
-        "netns": netns(),
-        "host_ip": str(hosts[0]),
-        "node_ip": str(hosts[1]),
-        "cgroup_root": cgroup_root(),
-        "sysctls": hold_sysctls(),
-        "var_log_containers_existed": VAR_LOG_CONTAINERS.exists(),
-        "run_containerd_existed": RUN_CONTAINERD.exists(),
-        "pids": {},
-    }
-    state["node"] = node
+    node = NodeState(
+        netns=netns(),
+        host_ip=str(hosts[0]),
+        node_ip=str(hosts[1]),
+        cgroup_root=cgroup_root(),
+        sysctls=hold_sysctls(),
+        var_log_containers_existed=VAR_LOG_CONTAINERS.exists(),
+        run_containerd_existed=RUN_CONTAINERD.exists(),
+    )
+    state.node = node
     d = node_dir()
     d.mkdir(parents=True, exist_ok=True)
     net_up(node)
@@ -150,18 +149,19 @@ def up(state: State, apiserver_port: int, kubeconfig: Path, ca: Path, kubectl: A
     bins = _bins()
     logs = state_root() / "logs"
     fwd_port = proc.free_port()
-    node["pids"]["forward"] = proc.spawn(
+    node.pids["forward"] = proc.spawn(
         [
             sys.executable,
             "-m",
             "testenv.forward",
-            node["host_ip"],
+            node.host_ip,
             str(fwd_port),
             "127.0.0.1",
             str(apiserver_port),
         ],
         logs / "node-forward.log",
-        dict(os.environ),
+        # Its state dir in its environment: what `down` finds it by if the record is lost.
+        {**os.environ, "RLARK_TESTENV_STATE": str(state_root())},
         Path(__file__).resolve().parent.parent,
     )
     env = {
@@ -172,7 +172,7 @@ def up(state: State, apiserver_port: int, kubeconfig: Path, ca: Path, kubectl: A
         ),
         "HOME": str(d),
     }
-    node["pids"]["containerd"] = proc.spawn(
+    node.pids["containerd"] = proc.spawn(
         in_netns(bins["containerd"], "--config", str(files["containerd"])),
         logs / "node-containerd.log",
         env,
@@ -181,21 +181,21 @@ def up(state: State, apiserver_port: int, kubeconfig: Path, ca: Path, kubectl: A
     _wait(lambda: sock().exists(), 30, "containerd socket")
     import_image(pause, image.PAUSE_IMAGE)
     import_image(worker, image.WORKER_IMAGE)
-    node["worker_key"] = image.worker_key()
-    kk = kubelet_kubeconfig(kubeconfig, node["host_ip"], fwd_port)
-    node["kubelet_argv"] = in_netns(
+    node.worker_key = image.worker_key()
+    kk = kubelet_kubeconfig(kubeconfig, node.host_ip, fwd_port)
+    node.kubelet_argv = in_netns(
         bins["kubelet"],
         f"--config={files['kubelet']}",
         f"--kubeconfig={kk}",
         f"--root-dir={d / 'kubelet'}",
         f"--cert-dir={d / 'kubelet-pki'}",
         f"--hostname-override={NODE_NAME}",
-        f"--node-ip={node['node_ip']}",
+        f"--node-ip={node.node_ip}",
         f"--node-labels=rlark.io/pool={POOL},rlark.io/cluster={RLARK_CLUSTER},"
         "nvidia.com/gpu.present=true",
         "--v=2",
     )
-    node["kubelet_env"] = env
+    node.kubelet_env = env
     start_kubelet(node)
 
     def registered() -> bool:
@@ -216,13 +216,11 @@ def up(state: State, apiserver_port: int, kubeconfig: Path, ca: Path, kubectl: A
     _wait(lambda: healthy(node, kubectl), 120, f"node {NODE_NAME} Ready")
 
 
-def start_kubelet(node: dict[str, Any]) -> int:
+def start_kubelet(node: NodeState) -> int:
     """Start the node's kubelet (again, after it was killed: its state dir is kept)."""
     logs = state_root() / "logs"
-    pid = proc.spawn(
-        node["kubelet_argv"], logs / "node-kubelet.log", node["kubelet_env"], node_dir()
-    )
-    node["pids"]["kubelet"] = pid
+    pid = proc.spawn(node.kubelet_argv, logs / "node-kubelet.log", node.kubelet_env, node_dir())
+    node.pids["kubelet"] = pid
     return pid
 
 
@@ -251,8 +249,8 @@ def _our_shims() -> list[int]:
 
 def down(state: State) -> list[str]:
     """Stop and undo everything of the node; returns what could not be removed."""
-    node = state.get("node") or {}
-    pids = node.get("pids") or {}
+    node = state.node or NodeState()
+    pids = node.pids
     bins = _bins()
     if pids.get("kubelet"):
         proc.stop(pids["kubelet"], bins["kubelet"], timeout=10)
@@ -293,25 +291,25 @@ def down(state: State) -> list[str]:
         for link in VAR_LOG_CONTAINERS.iterdir():
             if link.is_symlink() and os.readlink(link).startswith(d + "/"):
                 link.unlink()
-        if not node.get("var_log_containers_existed", True):
+        if not node.var_log_containers_existed:
             with contextlib.suppress(OSError):
                 VAR_LOG_CONTAINERS.rmdir()
     # containerd keeps shim sockets under /run/containerd/s whatever its state dir.
-    if not node.get("run_containerd_existed", True):
+    if not node.run_containerd_existed:
         for sub in (RUN_CONTAINERD / "s", RUN_CONTAINERD):
             with contextlib.suppress(OSError):
                 sub.rmdir()
-    if node.get("sysctls"):
-        release_sysctls(node["sysctls"])
+    if node.sysctls:
+        release_sysctls(node.sysctls)
     shutil.rmtree(node_dir(), ignore_errors=True)
     if node_dir().exists():
         left.append(str(node_dir()))
-    state.pop("node", None)
+    state.node = None
     return left
 
 
 def status(state: State) -> dict[str, Any]:
-    node = state.get("node")
+    node = state.node
     if not node:
         return {"running": False}
     bins = _bins()
@@ -321,12 +319,12 @@ def status(state: State) -> dict[str, Any]:
             "alive": proc.alive(pid, bins.get(c)),
             "rss_mib": round(proc.rss_kib(pid) / 1024, 1),
         }
-        for c, pid in (node.get("pids") or {}).items()
+        for c, pid in node.pids.items()
     }
     return {
         "name": NODE_NAME,
-        "netns": node.get("netns"),
-        "node_ip": node.get("node_ip"),
+        "netns": node.netns,
+        "node_ip": node.node_ip,
         "images": [image.WORKER_IMAGE, image.PAUSE_IMAGE],
         "components": comps,
     }

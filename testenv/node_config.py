@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 from testenv import image
 from testenv.node_host import cgroup_root, node_dir, sock
+from testenv.state import NodeState
 
 KUBELET_PORT = 10250
 # Image pulls go here: nothing listens on the node namespace's own loopback at this port,
@@ -22,7 +22,7 @@ CNI_BIN = "/usr/lib/cni"
 
 
 # --- config files ----------------------------------------------------------------------
-def write_configs(node: dict[str, Any], ca: Path) -> dict[str, Path]:
+def write_configs(node: NodeState, ca: Path) -> dict[str, Path]:
     d = node_dir()
     cni = d / "cni" / "net.d"
     cni.mkdir(parents=True, exist_ok=True)
@@ -111,7 +111,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
         "cgroupRoot": f"/{cgroup_root()}",
         "containerRuntimeEndpoint": f"unix://{sock()}",
         "imageServiceEndpoint": f"unix://{sock()}",
-        "address": node["node_ip"],
+        "address": node.node_ip,
         "port": KUBELET_PORT,
         "readOnlyPort": 0,
         "healthzBindAddress": "127.0.0.1",

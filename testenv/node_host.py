@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from testenv.paths import state_root
+from testenv.state import NodeState
 
 VAR_LOG_CONTAINERS = Path("/var/log/containers")
 RUN_CONTAINERD = Path("/run/containerd")
@@ -87,15 +88,15 @@ def pick_subnet() -> ipaddress.IPv4Network:
     raise RuntimeError("no free /30 in 10.254.0.0/16 for the node's veth pair")
 
 
-def net_up(node: dict[str, Any]) -> None:
+def net_up(node: NodeState) -> None:
     ns, (host_if, node_if) = netns(), veth()
     if ns not in sh("ip", "netns", "list"):
         sh("ip", "netns", "add", ns)
     if not Path(f"/sys/class/net/{host_if}").exists():
         sh("ip", "link", "add", host_if, "type", "veth", "peer", "name", node_if, "netns", ns)
-    sh("ip", "addr", "replace", f"{node['host_ip']}/30", "dev", host_if)
+    sh("ip", "addr", "replace", f"{node.host_ip}/30", "dev", host_if)
     sh("ip", "link", "set", host_if, "up")
-    sh(*in_netns("ip", "addr", "replace", f"{node['node_ip']}/30", "dev", node_if))
+    sh(*in_netns("ip", "addr", "replace", f"{node.node_ip}/30", "dev", node_if))
     sh(*in_netns("ip", "link", "set", node_if, "up"))
     sh(*in_netns("ip", "link", "set", "lo", "up"))
 

@@ -39,6 +39,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rlark_acceptance.model.worker import Worker
 from testenv.rlark_platform_pod import (
     CRD,
     GROUP,
@@ -47,9 +48,10 @@ from testenv.rlark_platform_pod import (
     PLURAL,
     VERSION,
     Refused,
-    head_role,
+    worker_of_object,
     worker_pod,
 )
+from testenv.state import PlatformState, State
 
 log = logging.getLogger("rlark-platform")
 
@@ -81,13 +83,10 @@ class Platform:
             if uid in self._seen:
                 return
             self._seen.add(uid)
-        role = head_role(job)
-        if role is None:
-            self._event(job, "FailedCreate", f"no role named headRole {meta.get('name')!r}")
-            return
         try:
-            dirs = self._mount_object_storage(job, role)
-            pod = worker_pod(job, role, dirs)
+            worker = worker_of_object(job)
+            dirs = self._mount_object_storage(meta["uid"], worker)
+            pod = worker_pod(job, worker, dirs)
             self.core.create_namespaced_pod(meta["namespace"], pod)
             self._event(job, "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}")
         except Refused as e:
@@ -96,35 +95,26 @@ class Platform:
             if e.status != 409:
                 self._event(job, "FailedCreate", f"pod: {e.reason}")
 
-    def _mount_object_storage(self, job: dict[str, Any], role: dict[str, Any]) -> dict[str, str]:
-        from rlark_acceptance.adapters.local.mounts import MountError, _s3fs
+    def _mount_object_storage(self, uid: str, worker: Worker) -> dict[str, str]:
+        """Each objectStorage mount of the Worker as s3fs on the node: name → folder."""
+        from rlark_acceptance.adapters.local.container import mount_spec
+        from rlark_acceptance.adapters.local.mounts import MountError, mount_s3fs
         from rlark_acceptance.adapters.local.s3 import S3ConfigError, endpoint_for_s3fs
-        from rlark_acceptance.adapters.local.spec import MountSpec
 
-        wanted = [m for m in role.get("mounts") or [] if m.get("type") == "objectStorage"]
+        wanted = [m for m in worker.mounts(host_base=None) if m.kind == "objectStorage"]
         if not wanted:
             return {}
         _site_object_storage()
-        base = self.mount_root / job["metadata"]["uid"]
+        base = self.mount_root / uid
         private = base / ".private"
         out: dict[str, str] = {}
         try:
             endpoint = endpoint_for_s3fs(private)
             for m in wanted:
-                if not m.get("bucket"):
-                    raise Refused(f'volume "{m.get("name")}": objectStorage without a bucket')
-                target = base / str(m["name"])
+                target = base / m.name
                 target.mkdir(parents=True, exist_ok=True)
-                spec = MountSpec(
-                    name=str(m["name"]),
-                    kind="s3",
-                    container_path=str(m.get("containerPath")),
-                    read_only=bool(m.get("readOnly")),
-                    bucket=str(m["bucket"]),
-                    prefix=str(m.get("prefix") or ""),
-                )
-                _s3fs(endpoint, spec, target)
-                out[spec.name] = str(target)
+                mount_s3fs(endpoint, mount_spec(m), target)
+                out[m.name] = str(target)
         except (MountError, S3ConfigError) as e:
             raise Refused(str(e)) from None
         finally:
@@ -282,7 +272,7 @@ def _mount_root() -> Path:
     return state_root() / "platform" / "s3"
 
 
-def up(state: dict[str, Any]) -> None:
+def up(state: State) -> None:
     from testenv import proc
     from testenv.paths import REPO_ROOT, state_root
 
@@ -291,14 +281,14 @@ def up(state: dict[str, Any]) -> None:
     down(state)
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     env["RLARK_TESTENV_STATE"] = str(state_root())
-    cluster = state["cluster"]
+    assert state.cluster is not None, "the platform runs on testenv's cluster"
     pid = proc.spawn(
-        [sys.executable, "-m", "testenv.rlark_platform", cluster["kubeconfig"]],
+        [sys.executable, "-m", "testenv.rlark_platform", state.cluster.kubeconfig],
         state_root() / "logs" / "rlark-platform.log",
         env,
         REPO_ROOT,
     )
-    state["platform"] = {"pid": pid}
+    state.platform = PlatformState(pid)
     # Ready once it has installed the CRD.
     from testenv import cluster as cl
 
@@ -309,32 +299,32 @@ def up(state: dict[str, Any]) -> None:
         time.sleep(0.2)
 
 
-def healthy(state: dict[str, Any]) -> bool:
+def healthy(state: State) -> bool:
     from testenv import proc
 
-    p = state.get("platform")
-    return p is not None and proc.alive(int(p["pid"]), os.path.realpath(sys.executable))
+    p = state.platform
+    return p is not None and proc.alive(p.pid, os.path.realpath(sys.executable))
 
 
-def down(state: dict[str, Any]) -> None:
+def down(state: State) -> None:
     from testenv import proc
 
-    p = state.pop("platform", None)
+    p, state.platform = state.platform, None
     if p:
-        proc.stop(int(p["pid"]), os.path.realpath(sys.executable), timeout=5)
+        proc.stop(p.pid, os.path.realpath(sys.executable), timeout=5)
     root = _mount_root()
     if root.is_dir():
         for base in root.iterdir():
             release_mounts(base)
 
 
-def status(state: dict[str, Any]) -> dict[str, Any]:
+def status(state: State) -> dict[str, Any]:
     from testenv import proc
 
-    p = state.get("platform")
+    p = state.platform
     if not p:
         return {"running": False}
-    pid = int(p["pid"])
+    pid = p.pid
     return {
         "running": healthy(state),
         "pid": pid,

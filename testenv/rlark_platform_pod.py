@@ -1,41 +1,32 @@
-"""What the RLark platform stand-in makes of a Job: its Worker Pod (rendering only; the
-controller in ``rlark_platform`` creates it). See that module for the behaviour listed."""
+"""What the RLark platform stand-in makes of a Job: the Worker of ``rlark_acceptance.model.
+worker`` (the one mapping the local target uses too) as a Pod of the real node (rendering
+only; the controller in ``rlark_platform`` creates it). See that module for the behaviour."""
 
 from __future__ import annotations
 
-import shlex
 from typing import Any
 
+from rlark_acceptance.model.job import JOB_NAME_LABEL, Job, job_of
+from rlark_acceptance.model.worker import (
+    GPU_RESOURCE,
+    Worker,
+    WorkerRefused,
+    entry_script,
+    ray_head,
+    worker_of,
+)
+
 GROUP, VERSION, PLURAL, KIND = "rlark.io", "v1alpha1", "jobs", "Job"
-JOB_LABEL, ROLE_LABEL = "rlark.io/job-name", "rlark.io/role"
-GPU_RESOURCE = "nvidia.com/gpu"
+JOB_LABEL = JOB_NAME_LABEL
 CLUSTER_LABEL = "rlark.io/cluster"
 # The Ray head binds to the Pod's own loopback (each Pod has its own network namespace).
 # Its dashboard is Ray's default: started when the image has its dependencies (RLinf's
 # does: RLinf lists its actors through the state API the dashboard serves), on loopback.
-RAY_START = [
-    "ray",
-    "start",
-    "--head",
-    "--node-ip-address=127.0.0.1",
-    "--num-gpus=0",
-    "--object-store-memory=100000000",
-    "--dashboard-host=127.0.0.1",
-    "--disable-usage-stats",
-]
-# One bash is PID 1: prepare ($1) in this shell so its exports reach the run script, the
-# Ray head, the run script ($2) in the background so a SIGTERM is handled at once (bash as
-# PID 1 otherwise ignores it until the run script ends): the run script gets it, and once
-# PID 1 exits the kernel ends every other process of the Pod (its Ray head).
-ENTRY = """\
-trap 'kill -TERM $run 2>/dev/null; wait $run; exit 143' TERM
-eval "$1" || exit $?
-{ray} || exit $?
-(eval "$2") &
-run=$!
-wait $run
-"""
+# The scripts reach bash as its arguments ($1 prepare, $2 run).
+ENTRY = entry_script('eval "$1"', 'eval "$2"', ray_head(dashboard=None))
 TERMINATION_GRACE_S = 10
+# What the platform cannot create is reported as a FailedCreate Event, in these words.
+Refused = WorkerRefused
 
 CRD: dict[str, Any] = {
     "apiVersion": "apiextensions.k8s.io/v1",
@@ -64,54 +55,41 @@ CRD: dict[str, Any] = {
 }
 
 
-class Refused(Exception):
-    """The platform cannot create the Worker (reported as a FailedCreate Event)."""
+def job_from(body: dict[str, Any]) -> Job:
+    """The Job object as the API server returned it, read as the harness reads a Job YAML."""
+    meta = body.get("metadata") or {}
+    return job_of(body, f"jobs.{GROUP}/{meta.get('namespace')}/{meta.get('name')}")
 
 
-def head_role(job: dict[str, Any]) -> dict[str, Any] | None:
-    spec = job.get("spec") or {}
-    head = spec.get("headRole")
-    return next((r for r in spec.get("roles") or [] if r.get("name") == head), None)
+def worker_of_object(body: dict[str, Any]) -> Worker:
+    """The Worker RLark makes of the Job object; ``Refused`` if it can make none."""
+    return worker_of(job_from(body), str((body.get("metadata") or {}).get("namespace")))
 
 
-def pod_name(job: dict[str, Any], role: dict[str, Any]) -> str:
-    return f"{job['metadata']['name']}-{role['name']}-0"
-
-
-def worker_pod(
-    job: dict[str, Any], role: dict[str, Any], s3_dirs: dict[str, str]
-) -> dict[str, Any]:
-    """The Pod RLark creates for the Header role; ``s3_dirs``: mount name → node dir."""
-    meta, spec = job["metadata"], job.get("spec") or {}
-    gpus = int(role.get("gpus") or 0)
-    res = {GPU_RESOURCE: str(gpus)} if gpus else {}
+def worker_pod(body: dict[str, Any], worker: Worker, s3_dirs: dict[str, str]) -> dict[str, Any]:
+    """The Worker's Pod; ``s3_dirs``: objectStorage mount name → its s3fs folder on the node."""
+    meta = body["metadata"]
+    res = {GPU_RESOURCE: str(worker.gpus)} if worker.gpus else {}
     volumes, mounts = [], []
-    for m in role.get("mounts") or []:
-        name, kind = str(m.get("name")), m.get("type")
-        if kind == "hostPath":
-            path = str(m.get("hostPath") or "")
-            if not path.startswith("/"):
-                raise Refused(f'volume "{name}": hostPath "{path}" is not an absolute path')
-            volumes.append({"name": name, "hostPath": {"path": path, "type": "DirectoryOrCreate"}})
-        elif kind == "objectStorage" and name in s3_dirs:
-            volumes.append({"name": name, "hostPath": {"path": s3_dirs[name], "type": "Directory"}})
+    for m in worker.mounts(host_base=None):
+        if m.kind == "hostPath":
+            volumes.append(
+                {"name": m.name, "hostPath": {"path": m.host_path, "type": "DirectoryOrCreate"}}
+            )
+        elif m.name in s3_dirs:
+            volumes.append(
+                {"name": m.name, "hostPath": {"path": s3_dirs[m.name], "type": "Directory"}}
+            )
         else:
-            raise Refused(f'volume "{name}": type {kind!r} is not supported here')
-        mounts.append(
-            {
-                "name": name,
-                "mountPath": str(m.get("containerPath")),
-                "readOnly": bool(m.get("readOnly")),
-            }
-        )
-    entry = ENTRY.format(ray=" ".join(shlex.quote(a) for a in RAY_START))
+            raise Refused(f'volume "{m.name}": its object storage is not mounted on the node')
+        mounts.append({"name": m.name, "mountPath": m.container_path, "readOnly": m.read_only})
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
-            "name": pod_name(job, role),
-            "namespace": meta["namespace"],
-            "labels": {JOB_LABEL: meta["name"], ROLE_LABEL: str(role["name"])},
+            "name": worker.pod,
+            "namespace": worker.namespace,
+            "labels": worker.labels,
             "ownerReferences": [
                 {
                     "apiVersion": f"{GROUP}/{VERSION}",
@@ -132,25 +110,19 @@ def worker_pod(
             # the runtime acts on it as on any process (PID 1 would ignore both).
             "shareProcessNamespace": True,
             "enableServiceLinks": False,
-            "nodeSelector": role.get("nodeSelector") or {},
-            **_cluster_affinity(role),
+            "nodeSelector": dict(worker.node_selector),
+            **_cluster_affinity(worker.cluster),
             "volumes": volumes,
             "containers": [
                 {
-                    "name": str(role["name"]),
-                    "image": role.get("image"),
+                    "name": worker.role,
+                    "image": worker.image,
                     "imagePullPolicy": "IfNotPresent",
                     # The image's ENTRYPOINT is replaced, as on RLark.
-                    "command": [_literal(a) for a in ("/bin/bash", "-c", entry, "rlark-worker")],
-                    "args": [
-                        _literal(str(role.get("prepareScript") or "")),
-                        _literal(str(spec.get("runScript"))),
-                    ],
+                    "command": [_literal(a) for a in ("/bin/bash", "-c", ENTRY, "rlark-worker")],
+                    "args": [_literal(worker.prepare_script), _literal(worker.run_script)],
                     "resources": {"limits": res, "requests": res},
-                    "env": [
-                        {"name": str(e["name"]), "value": str(e.get("value") or "")}
-                        for e in role.get("env") or []
-                    ],
+                    "env": [{"name": k, "value": v} for k, v in worker.env.items()],
                     "volumeMounts": mounts,
                 }
             ],
@@ -164,13 +136,12 @@ def _literal(text: str) -> str:
     return text.replace("$", "$$")
 
 
-def _cluster_affinity(role: dict[str, Any]) -> dict[str, Any]:
+def _cluster_affinity(name: str | None) -> dict[str, Any]:
     """A role's ``cluster`` is the RLark cluster it runs in: its nodes carry that name in
     ``rlark.io/cluster``, and the Worker goes nowhere else (on top of its nodeSelector)."""
-    name = role.get("cluster")
     if not name:
         return {}
-    term = {"matchExpressions": [{"key": CLUSTER_LABEL, "operator": "In", "values": [str(name)]}]}
+    term = {"matchExpressions": [{"key": CLUSTER_LABEL, "operator": "In", "values": [name]}]}
     return {
         "affinity": {
             "nodeAffinity": {

@@ -132,7 +132,7 @@ def import_into_node() -> dict[str, float]:
     from testenv import node, state
 
     # Before minutes of building: without a node there is nothing to import into.
-    if not state.load().get("node"):
+    if state.load().node is None:
         raise RuntimeError("no real node in this checkout: run `testenv/testenv up` first")
     t0 = time.monotonic()
     path = archive()

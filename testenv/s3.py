@@ -19,7 +19,7 @@ from typing import Any
 
 from testenv import build, proc
 from testenv.paths import state_root
-from testenv.state import State
+from testenv.state import S3State, State
 
 BUCKET = "rlinf-ckpt"  # the bucket the Job YAML of the contract mounts
 REGION = "us-east-1"
@@ -36,29 +36,29 @@ def _endpoint_answers(endpoint: str) -> bool:
         return False
 
 
-def healthy(s3: dict[str, Any] | None) -> bool:
+def healthy(s3: S3State | None) -> bool:
     if not s3:
         return False
     exe = build.RECIPES["versitygw"].bin("versitygw")
-    return proc.alive(s3["pid"], exe) and _endpoint_answers(s3["endpoint"])
+    return proc.alive(s3.pid, exe) and _endpoint_answers(s3.endpoint)
 
 
-def _client(s3: dict[str, Any]) -> Any:
+def _client(s3: S3State) -> Any:
     import boto3  # a project dependency; imported late so `status` stays quick
     from botocore.config import Config
 
     return boto3.client(
         "s3",
-        endpoint_url=s3["endpoint"],
-        aws_access_key_id=s3["access_key"],
-        aws_secret_access_key=s3["secret_key"],
-        region_name=s3["region"],
+        endpoint_url=s3.endpoint,
+        aws_access_key_id=s3.access_key,
+        aws_secret_access_key=s3.secret_key,
+        region_name=s3.region,
         config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 2}),
     )
 
 
 def up(state: State) -> None:
-    if healthy(state.get("s3")):
+    if healthy(state.s3):
         return
     down(state)  # a stale record (process gone): clear it first
     build.ensure(build.NEEDS["s3"])
@@ -68,23 +68,23 @@ def up(state: State) -> None:
     data.mkdir(parents=True, exist_ok=True)
     port = proc.free_port()
     endpoint = f"http://127.0.0.1:{port}"
-    s3: dict[str, Any] = {
-        "endpoint": endpoint,
-        "port": port,
-        "bucket": BUCKET,
-        "region": REGION,
+    s3 = S3State(
+        endpoint=endpoint,
+        port=port,
+        bucket=BUCKET,
+        region=REGION,
         # Fresh per `up`: never committed, only in the owner-only state and env files.
-        "access_key": "rlark" + secrets.token_hex(8),
-        "secret_key": secrets.token_urlsafe(30),
-        "data": str(data),
-        "log": str(root / "versitygw.log"),
-    }
+        access_key="rlark" + secrets.token_hex(8),
+        secret_key=secrets.token_urlsafe(30),
+        data=str(data),
+        log=str(root / "versitygw.log"),
+    )
     env = dict(os.environ)
     # Credentials go by environment, not argv, so `ps` does not show them.
     env.update(
         {
-            "ROOT_ACCESS_KEY_ID": s3["access_key"],
-            "ROOT_SECRET_ACCESS_KEY": s3["secret_key"],
+            "ROOT_ACCESS_KEY_ID": s3.access_key,
+            "ROOT_SECRET_ACCESS_KEY": s3.secret_key,
             "VGW_REGION": REGION,
         }
     )
@@ -101,11 +101,11 @@ def up(state: State) -> None:
         "posix",
         str(data),
     ]
-    s3["pid"] = proc.spawn(argv, root / "versitygw.log", env, root)
-    state["s3"] = s3
+    s3.pid = proc.spawn(argv, root / "versitygw.log", env, root)
+    state.s3 = s3
     deadline = time.monotonic() + 30
     while not _endpoint_answers(endpoint):
-        if not proc.alive(s3["pid"], exe) or time.monotonic() > deadline:
+        if not proc.alive(s3.pid, exe) or time.monotonic() > deadline:
             tail = (root / "versitygw.log").read_text(errors="replace")[-2000:]
             raise RuntimeError(f"versitygw did not start; log tail:\n{tail}")
         time.sleep(0.1)
@@ -115,20 +115,20 @@ def up(state: State) -> None:
 
 
 def down(state: State) -> None:
-    s3 = state.pop("s3", None)
+    s3, state.s3 = state.s3, None
     if s3:
-        proc.stop(int(s3.get("pid", 0)), build.RECIPES["versitygw"].bin("versitygw"))
+        proc.stop(s3.pid, build.RECIPES["versitygw"].bin("versitygw"))
     shutil.rmtree(state_root() / "s3", ignore_errors=True)
 
 
 def status(state: State) -> dict[str, Any]:
-    s3 = state.get("s3")
+    s3 = state.s3
     if not s3:
         return {"running": False}
     return {
         "running": healthy(s3),
-        "pid": s3["pid"],
-        "endpoint": s3["endpoint"],
-        "bucket": s3["bucket"],
-        "rss_mib": round(proc.rss_kib(s3["pid"]) / 1024, 1),
+        "pid": s3.pid,
+        "endpoint": s3.endpoint,
+        "bucket": s3.bucket,
+        "rss_mib": round(proc.rss_kib(s3.pid) / 1024, 1),
     }

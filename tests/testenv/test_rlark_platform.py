@@ -30,10 +30,9 @@ def job() -> dict[str, Any]:
 
 
 def render(data: dict[str, Any], s3: dict[str, str] | None = None) -> dict[str, Any]:
-    role = rlark_platform_pod.head_role(data)
-    assert role is not None
+    worker = rlark_platform_pod.worker_of_object(data)
     dirs = s3 if s3 is not None else {"ckpt": "/n/ckpt", "data": "/n/data", "models": "/n/models"}
-    return rlark_platform_pod.worker_pod(data, role, dirs)
+    return rlark_platform_pod.worker_pod(data, worker, dirs)
 
 
 def test_one_pod_for_the_header_role_with_what_the_role_says() -> None:
@@ -149,7 +148,8 @@ def test_a_relative_host_path_or_an_unknown_volume_is_refused() -> None:
 def test_a_job_without_its_header_role_gets_no_pod() -> None:
     data = job()
     data["spec"]["headRole"] = "missing"
-    assert rlark_platform_pod.head_role(data) is None
+    with pytest.raises(rlark_platform_pod.Refused, match=r"spec\.headRole names no role"):
+        render(data)
 
 
 def test_the_worker_goes_only_to_the_nodes_of_its_rlark_cluster() -> None:

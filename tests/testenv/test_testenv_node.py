@@ -143,14 +143,15 @@ def test_a_changed_worker_image_is_imported_without_restarting_the_node(
 
     with state.locked():
         st = state.load()
-        before = dict(st["node"]["pids"])
-        st["node"]["worker_key"] = "an-older-build"
+        assert st.node is not None
+        before = dict(st.node.pids)
+        st.node.worker_key = "an-older-build"
         state.save(st)
-    assert not node.healthy(state.load()["node"], cluster_kubectl)
+    assert not node.healthy(state.load().node, cluster_kubectl)
     testenv_cli.up("cluster")
-    after = state.load()["node"]
-    assert after["worker_key"] == image.worker_key()
-    assert after["pids"] == before  # imported, not restarted
+    after = state.load().node
+    assert after is not None and after.worker_key == image.worker_key()
+    assert after.pids == before  # imported, not restarted
     assert node.healthy(after, cluster_kubectl)
 
 
@@ -197,7 +198,8 @@ def test_down_leaves_nothing_behind_and_up_brings_the_node_back(kube_env: KubeEn
     import testenv.__main__ as testenv_cli
 
     st = state.load()
-    sysctls = dict(st["node"]["sysctls"])
+    assert st.node is not None
+    sysctls = dict(st.node.sysctls)
     with state.locked():
         st = state.load()
         left = node.down(st)

@@ -23,13 +23,16 @@ if TYPE_CHECKING:
 GROUP = "rlark_acceptance.adapters"
 
 
-def open_adapter(profile: Profile, **options: Any) -> Adapter:
-    """The adapter the profile's ``target.adapter`` names, from the entry-point group."""
+def open_adapter(profile: Profile, **runtime: Any) -> Adapter:
+    """The adapter the profile's ``target.adapter`` names, from the entry-point group.
+
+    ``runtime``: keyword arguments of this process's making, not the profile's (the local
+    adapter's ``scratch_root``, ``install_signal_handlers``)."""
     name = profile.target.adapter
     for ep in entry_points(group=GROUP):
         if ep.name == name:
             factory = ep.load()
-            adapter: Adapter = factory(profile, **options)
+            adapter: Adapter = factory(profile, **runtime)
             return adapter
     known = sorted(ep.name for ep in entry_points(group=GROUP))
     raise InputError(

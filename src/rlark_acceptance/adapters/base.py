@@ -58,6 +58,11 @@ class LeftoversRemoved(UserWarning):
     removed them."""
 
 
+class LeftoversUnchecked(UserWarning):
+    """Whether a dead run left something behind could not be looked at (the target refused
+    the listing or did not answer); names why."""
+
+
 @dataclass(frozen=True)
 class JobRef:
     name: str

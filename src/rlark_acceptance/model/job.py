@@ -13,7 +13,7 @@ Example::
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any
@@ -425,6 +425,12 @@ def render_job(
         "spec": spec,
     }
     return yaml.safe_dump(body, sort_keys=False, allow_unicode=True)
+
+
+def job_of(body: Mapping[str, Any], shown: str) -> Job:
+    """A Job object as an API server returns it (a mapping), read as a Job YAML would be."""
+    text = yaml.safe_dump(dict(body), sort_keys=False, allow_unicode=True)
+    return normalise_contract_v1alpha1(parse_yaml(text, shown))
 
 
 def parse_rendered(text: str, shown: str) -> Job:

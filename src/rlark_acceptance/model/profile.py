@@ -6,16 +6,18 @@ credentials come from the environment and the standard chains.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import typing
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from rlark_acceptance.model.errors import InputError
 from rlark_acceptance.model.findings import Location
 from rlark_acceptance.model.keypath import dotted
 from rlark_acceptance.model.keypath import parse as parse_key
+from rlark_acceptance.model.options import OptionsSource, keys_of, parse_dataclass, parse_options
 from rlark_acceptance.model.timeouts import Timeouts, parse_timeouts
 from rlark_acceptance.model.yamlsrc import YamlDoc, load_yaml
 
@@ -31,6 +33,10 @@ class NodeSpec:
     schedulable: bool = True
 
 
+KeepOutputs = Literal["onFailure", "always", "never"]
+KEEP_OUTPUTS: tuple[KeepOutputs, ...] = typing.get_args(KeepOutputs)
+
+
 @dataclass
 class Target:
     adapter: str = "local"
@@ -39,13 +45,35 @@ class Target:
     namespace: str = "rlinf-acceptance"
     # The local adapter's one node: this machine has no GPUs, so its capacity is declared.
     node: NodeSpec | None = None
-    options: dict[str, Any] = field(default_factory=dict)
+    # The RLark clusters the target runs Workers in (default: the adapter's own); a Job
+    # rendered from runInfo names the first.
+    cluster: tuple[str, ...] = ()
+    job_name: str | None = None  # a rendered Job's name (default: the profile's)
+    mounts: tuple[Mapping[str, Any], ...] = ()  # a rendered Job's mounts
+    keep_outputs: KeepOutputs = "onFailure"
+    # The adapter's own options, typed by the adapter (``model.options``); a read-only
+    # mapping for an adapter that declares no type.
+    options: object = field(default_factory=dict)
 
-    def __repr__(self) -> str:  # the adapter options may hold credentials: keys only
+    def __repr__(self) -> str:  # the adapter options may hold credentials: never shown
         return (
             f"Target({self.adapter!r}, namespace={self.namespace!r}, "
-            f"options={sorted(self.options)})"
+            f"options={type(self.options).__name__})"
         )
+
+
+@dataclass(frozen=True)
+class _TargetKeys:
+    """The keys of ``target:`` every adapter has; the rest are the adapter's options."""
+
+    adapter: str = "local"
+    kubeconfig: Path | None = None
+    context: str | None = None
+    namespace: str | None = None
+    cluster: tuple[str, ...] = ()
+    job_name: str | None = None
+    mounts: tuple[Mapping[str, Any], ...] = ()
+    keep_outputs: KeepOutputs = "onFailure"
 
 
 @dataclass
@@ -155,67 +183,14 @@ def load_profile(path: str | Path) -> Profile:
     p = Path(path)
     doc = load_yaml(p)
     base = p.parent
-    target_raw = _section(doc, "target")
-    node_raw = target_raw.get("node")
-    node = None if node_raw is None else parse_node(doc, node_raw, "target", "node")
-    known = {"adapter", "kubeconfig", "context", "namespace", "node"}
-    adapter = _text(doc, target_raw.get("adapter"), "target", "adapter") or "local"
-    _known_adapter(adapter, doc)
-    target = Target(
-        adapter=adapter,
-        kubeconfig=_str(_path(base, target_raw.get("kubeconfig"), doc, "target", "kubeconfig")),
-        context=_text(doc, target_raw.get("context"), "target", "context"),
-        namespace=_text(doc, target_raw.get("namespace"), "target", "namespace")
-        or "rlinf-acceptance",
-        node=node,
-        options={k: v for k, v in target_raw.items() if k not in known},
-    )
+    # In the order a user reads the file's problems: one at a time, the first one first.
+    target = _target(doc, base)
     rlinf = _section(doc, "rlinf")
-    raw_overrides = rlinf.get("overrides") or []
-    if not isinstance(raw_overrides, list):
-        raise InputError(str(doc.loc("rlinf", "overrides")), "rlinf.overrides must be a list")
-    overrides = [(str(o), doc.loc("rlinf", "overrides", i)) for i, o in enumerate(raw_overrides)]
-    ri = _section(doc, "runInfo")
-    paths = ri.get("paths") or {}
-    if not isinstance(paths, dict):
-        raise InputError(str(doc.loc("runInfo", "paths")), "runInfo.paths must be a mapping")
-    run_info = RunInfo(
-        image=ri.get("image"),
-        gpus=ri.get("gpus"),
-        start_command=_str(ri.get("startCommand")),
-        prepare_command=_str(ri.get("prepareCommand")),
-        paths=paths,
-        first_signal=ri.get("firstSignal"),
-        expected_output=ri.get("expectedOutput"),
-        expected_node=_str(ri.get("expectedNode")),
-    )
-    timeouts = parse_timeouts(doc, _section(doc, "timeouts"))
-    safety = _section(doc, "safety")
-    confirmed = safety.get("realRobotConfirmed", False)
-    if not isinstance(confirmed, bool):
-        raise InputError(
-            str(doc.loc("safety", "realRobotConfirmed")),
-            "safety.realRobotConfirmed must be true or false",
-        )
-    config = _path(base, rlinf.get("config"), doc, "rlinf", "config")
-    if config is None:
-        raise InputError(
-            str(doc.loc("rlinf", "config")),
-            "rlinf.config is missing: the profile names the validated RLinf YAML",
-        )
-    for key in ("image", "startCommand", "prepareCommand", "expectedOutput", "expectedNode"):
-        _text(doc, ri.get(key), "runInfo", key)
-    config_dir = _path(base, rlinf.get("configDir"), doc, "rlinf", "configDir")
-    if config_dir is not None and not config_dir.is_dir():
-        what = "is not a directory" if config_dir.exists() else "no such directory"
-        raise InputError(
-            str(doc.loc("rlinf", "configDir")), f"rlinf.configDir {config_dir}: {what}"
-        )
-    job_normaliser = _str(doc.data.get("jobNormaliser"))
-    if job_normaliser is not None:
-        from rlark_acceptance.model.job import normaliser
-
-        normaliser(job_normaliser, str(doc.loc("jobNormaliser")))  # unknown: at its line
+    overrides = _overrides(doc, rlinf)
+    run_info = _run_info(doc)
+    timeouts = _timeouts(doc)
+    confirmed = _real_robot_confirmed(doc)
+    config, config_dir = _config(doc, rlinf, base)
     return Profile(
         path=p,
         doc=doc,
@@ -228,8 +203,98 @@ def load_profile(path: str | Path) -> Profile:
         run_info=run_info,
         real_robot_confirmed=confirmed,
         timeouts=timeouts,
-        job_normaliser=job_normaliser,
+        job_normaliser=_job_normaliser(doc),
     )
+
+
+def _target(doc: YamlDoc, base: Path) -> Target:
+    """``target:``: the keys every adapter has, then the adapter's own, parsed by its type."""
+    raw = _section(doc, "target")
+    common = set(keys_of(_TargetKeys))
+    values = {str(k): v for k, v in raw.items() if k in common and v is not None}
+    keys = parse_dataclass(_TargetKeys, OptionsSource("", values, doc, base))
+    adapter = keys.adapter or "local"
+    _known_adapter(adapter, doc)
+    own = {str(k): v for k, v in raw.items() if k not in common | {"node"}}
+    node_raw = raw.get("node")
+    return Target(
+        adapter=adapter,
+        kubeconfig=_str(keys.kubeconfig),
+        context=keys.context,
+        namespace=keys.namespace or "rlinf-acceptance",
+        node=None if node_raw is None else parse_node(doc, node_raw, "target", "node"),
+        cluster=keys.cluster,
+        job_name=keys.job_name,
+        mounts=keys.mounts,
+        keep_outputs=keys.keep_outputs,
+        options=parse_options(OptionsSource(adapter, own, doc, base)),
+    )
+
+
+def _overrides(doc: YamlDoc, rlinf: dict[str, Any]) -> list[tuple[str, Location]]:
+    raw = rlinf.get("overrides") or []
+    if not isinstance(raw, list):
+        raise InputError(str(doc.loc("rlinf", "overrides")), "rlinf.overrides must be a list")
+    return [(str(o), doc.loc("rlinf", "overrides", i)) for i, o in enumerate(raw)]
+
+
+def _config(doc: YamlDoc, rlinf: dict[str, Any], base: Path) -> tuple[Path, Path | None]:
+    """The validated RLinf config and its optional search path."""
+    config = _path(base, rlinf.get("config"), doc, "rlinf", "config")
+    if config is None:
+        raise InputError(
+            str(doc.loc("rlinf", "config")),
+            "rlinf.config is missing: the profile names the validated RLinf YAML",
+        )
+    config_dir = _path(base, rlinf.get("configDir"), doc, "rlinf", "configDir")
+    if config_dir is not None and not config_dir.is_dir():
+        what = "is not a directory" if config_dir.exists() else "no such directory"
+        raise InputError(
+            str(doc.loc("rlinf", "configDir")), f"rlinf.configDir {config_dir}: {what}"
+        )
+    return config, config_dir
+
+
+def _run_info(doc: YamlDoc) -> RunInfo:
+    ri = _section(doc, "runInfo")
+    paths = ri.get("paths") or {}
+    if not isinstance(paths, dict):
+        raise InputError(str(doc.loc("runInfo", "paths")), "runInfo.paths must be a mapping")
+    for key in ("image", "startCommand", "prepareCommand", "expectedOutput", "expectedNode"):
+        _text(doc, ri.get(key), "runInfo", key)
+    return RunInfo(
+        image=ri.get("image"),
+        gpus=ri.get("gpus"),
+        start_command=_str(ri.get("startCommand")),
+        prepare_command=_str(ri.get("prepareCommand")),
+        paths=paths,
+        first_signal=ri.get("firstSignal"),
+        expected_output=ri.get("expectedOutput"),
+        expected_node=_str(ri.get("expectedNode")),
+    )
+
+
+def _timeouts(doc: YamlDoc) -> Timeouts:
+    return parse_timeouts(doc, _section(doc, "timeouts"))
+
+
+def _real_robot_confirmed(doc: YamlDoc) -> bool:
+    confirmed = _section(doc, "safety").get("realRobotConfirmed", False)
+    if not isinstance(confirmed, bool):
+        raise InputError(
+            str(doc.loc("safety", "realRobotConfirmed")),
+            "safety.realRobotConfirmed must be true or false",
+        )
+    return confirmed
+
+
+def _job_normaliser(doc: YamlDoc) -> str | None:
+    name = _str(doc.data.get("jobNormaliser"))
+    if name is not None:
+        from rlark_acceptance.model.job import normaliser
+
+        normaliser(name, str(doc.loc("jobNormaliser")))  # unknown: at its line
+    return name
 
 
 def _text(doc: YamlDoc, value: Any, *keys: str) -> str | None:

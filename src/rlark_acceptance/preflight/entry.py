@@ -119,14 +119,14 @@ def _job_from_profile(profile: Profile) -> Job:
     ri = profile.run_info
     node = profile.target.node
     node_name = ri.expected_node or (node.name if node else None)
-    opts = profile.target.options
+    target = profile.target
     text = render_job(
-        name=str(opts.get("jobName") or profile.name),
-        namespace=profile.target.namespace,
+        name=target.job_name or profile.name,
+        namespace=target.namespace,
         run_info=ri,
-        cluster=str(opts.get("cluster") or "local"),
+        cluster=target.cluster[0] if target.cluster else "local",
         node_selector={"kubernetes.io/hostname": node_name} if node_name else {},
-        mounts=list(opts.get("mounts") or []),
+        mounts=[dict(m) for m in target.mounts],
     )
     return parse_rendered(text, f"{_shown(profile.path)} (rendered Job YAML)")
 

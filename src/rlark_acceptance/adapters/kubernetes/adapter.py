@@ -23,9 +23,8 @@
 
 Connection: ``target.kubeconfig`` / ``target.context``; with no kubeconfig, the standard
 loading rules ($KUBECONFIG, ``~/.kube/config``, then the in-cluster service account).
-Options (``target`` keys or keyword arguments): ``cluster`` (the RLark cluster name(s) the
-Job's roles may name; default: the kubeconfig context's cluster), ``delete_timeout``
-(seconds, default 120), ``install_signal_handlers`` (default true).
+``target.cluster``: the RLark cluster name(s) the Job's roles may name (default: the
+kubeconfig context's cluster); its own options are ``KubernetesOptions`` (``options.py``).
 """
 
 from __future__ import annotations
@@ -48,6 +47,7 @@ from rlark_acceptance.adapters.base import (
     Event,
     JobRef,
     LeftoversRemoved,
+    LeftoversUnchecked,
     Observation,
     PodStatus,
     SubmitRejected,
@@ -55,6 +55,7 @@ from rlark_acceptance.adapters.base import (
 )
 from rlark_acceptance.adapters.kubernetes import owner
 from rlark_acceptance.adapters.kubernetes.observer import Observer
+from rlark_acceptance.adapters.kubernetes.options import KubernetesOptions
 from rlark_acceptance.adapters.kubernetes.stream import (
     ApiUnreachable,
     Item,
@@ -71,6 +72,7 @@ from rlark_acceptance.adapters.local.s3 import client as s3_client
 from rlark_acceptance.model.errors import InputError
 from rlark_acceptance.model.inventory import node_from_k8s
 from rlark_acceptance.model.job import JOB_NAME_LABEL, Job, Mount
+from rlark_acceptance.model.options import options_of
 from rlark_acceptance.model.profile import NodeSpec, Profile
 from rlark_acceptance.storage.store import FileStore, S3Store, Store
 
@@ -211,9 +213,9 @@ def _selector(ref: JobRef) -> str:
 class KubernetesAdapter:
     name = "kubernetes"
 
-    def __init__(self, profile: Profile, **options: Any) -> None:
+    def __init__(self, profile: Profile, *, install_signal_handlers: bool = True) -> None:
         self.profile = profile
-        opts = {**profile.target.options, **options}
+        self.options = options_of(KubernetesOptions, self.name, profile.target.options)
         self.namespace = profile.target.namespace
         self.api, kube_cluster, source = connect(profile.target.kubeconfig, profile.target.context)
         probe(self.api, source)
@@ -221,10 +223,8 @@ class KubernetesAdapter:
         self.custom = client.CustomObjectsApi(self.api)
         bound = profile.timeouts.api_server
         self.reach = Reach(str(self.api.configuration.host), bound)
-        wanted = opts.get("cluster")
-        names = wanted if isinstance(wanted, list) else [wanted] if wanted else [kube_cluster]
-        self._clusters = [str(c) for c in names]
-        self.delete_timeout = float(opts.get("delete_timeout", 120))
+        self._clusters = list(profile.target.cluster) or [kube_cluster]
+        self.delete_timeout = self.options.delete_timeout
         self._created: dict[tuple[str, str], JobRef] = {}
         self._stoppers: dict[tuple[str, str], list[Stopper]] = {}
         # Pod names ever seen per Job: Events stay attributable after the Pods are gone.
@@ -232,7 +232,7 @@ class KubernetesAdapter:
         # Nodes whose kubelet stopped answering: their Pods' deletion cannot complete.
         self.lost_nodes: set[str] = set()
         self._lock = threading.RLock()
-        cleanup.register(self, signals=opts.get("install_signal_handlers", True))
+        cleanup.register(self, signals=install_signal_handlers)
         self._remove_dead_runs_jobs()
 
     def _remove_dead_runs_jobs(self) -> None:
@@ -247,7 +247,13 @@ class KubernetesAdapter:
                 PLURAL,
                 label_selector=owner.SELECTOR,
             )
-        except Exception:  # no Job kind yet, or no list permission: nothing to judge
+        except ApiException as e:
+            if e.status == 404:  # no Job kind on this cluster: no run can have left one
+                return
+            warnings.warn(self._unchecked(api_refusal(e)), stacklevel=2)
+            return
+        except (ApiUnreachable, urllib3.exceptions.HTTPError, ValueError) as e:
+            warnings.warn(self._unchecked(f"{type(e).__name__}: {e}"), stacklevel=2)
             return
         removed = []
         for item in jobs.get("items") or []:
@@ -269,6 +275,12 @@ class KubernetesAdapter:
                 ),
                 stacklevel=2,
             )
+
+    def _unchecked(self, why: str) -> LeftoversUnchecked:
+        return LeftoversUnchecked(
+            f"could not look for Jobs in {self.namespace} left by a run on this host that "
+            f"died without cleaning up: {why}"
+        )
 
     def left_behind(self, ref: JobRef) -> str:
         """What may be left on the cluster of a Job this adapter could not delete."""

@@ -160,7 +160,7 @@ def mount_volumes(spec: WorkerSpec) -> list[Path]:
                 assert spec.s3 is not None
                 target = _inside(spec.root, m.container_path)
                 target.mkdir(parents=True, exist_ok=True)
-                _s3fs(spec.s3, m, target)
+                mount_s3fs(spec.s3, m, target)
                 mounted.append(target)
     finally:
         if spec.s3 is not None:
@@ -168,7 +168,9 @@ def mount_volumes(spec: WorkerSpec) -> list[Path]:
     return mounted
 
 
-def _s3fs(s3: S3Endpoint, m: MountSpec, target: Path) -> None:
+def mount_s3fs(s3: S3Endpoint, m: MountSpec, target: Path) -> None:
+    """``bucket:/prefix`` as an s3fs FUSE mount at ``target``; ``MountError`` in kubelet's
+    words if it cannot be. Also what testenv's platform stand-in mounts on its node."""
     assert m.bucket
     prefix = (m.prefix or "").strip("/")
     source = f"{m.bucket}:/{prefix}" if prefix else m.bucket

@@ -29,6 +29,8 @@ STATUS_ERROR = "error"
 
 @dataclass
 class MountSpec:
+    """A Worker mount (``model.worker.WorkerMount``) as the init sets it up."""
+
     name: str
     kind: str  # bind | s3
     container_path: str
@@ -55,7 +57,8 @@ class WorkerSpec:
     env: dict[str, str]  # the container's environment (role env included)
     prepare_script: str
     run_script: str
-    ray_start: list[str]  # argv of `ray start --head ...`
+    # The container command's script (model.worker.entry_script): prepare, the Ray head, run.
+    entry: str
     status_fd: int
     s3: S3Endpoint | None = None
     workdir: str = "/"

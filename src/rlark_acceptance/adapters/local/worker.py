@@ -51,15 +51,6 @@ import gpu_standin
 gpu_standin.install()
 """
 
-ENTRY = """\
-# The Worker's container command, as RLark runs it (no image ENTRYPOINT).
-# prepareScript, in this shell so what it exports reaches the run script; if it fails the
-# shell ends with its status and Ray never starts.
-. {dir}/prepare.sh || exit $?
-{ray_start} || exit $?
-. {dir}/run.sh
-"""
-
 
 class Init:
     def __init__(self, spec: WorkerSpec) -> None:
@@ -91,8 +82,8 @@ class Init:
         d.mkdir(parents=True, exist_ok=True)
         (d / "prepare.sh").write_text(self.spec.prepare_script)
         (d / "run.sh").write_text(self.spec.run_script)
-        ray = " ".join(_quote(a) for a in self.spec.ray_start)
-        (d / "entry.sh").write_text(ENTRY.format(dir=SCRIPT_DIR, ray_start=ray))
+        # The Worker's container command, as RLark runs it (no image ENTRYPOINT).
+        (d / "entry.sh").write_text(self.spec.entry)
         if self.spec.gpu_standin:
             site = self.spec.root / GPU_STANDIN_DIR.lstrip("/")
             site.mkdir(parents=True, exist_ok=True)
@@ -194,12 +185,6 @@ def _kill(pid: int, sig: int) -> None:
 def _kill_group(pgid: int, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, sig)
-
-
-def _quote(arg: str) -> str:
-    import shlex
-
-    return shlex.quote(arg)
 
 
 def main(argv: list[str]) -> int:

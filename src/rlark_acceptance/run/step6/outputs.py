@@ -8,15 +8,15 @@ are touched: everything listed at the location before submission, unchanged, sta
 
 from __future__ import annotations
 
-from typing import Literal
-
 from rlark_acceptance.adapters.base import Adapter, CleanupRefused, TargetUnreachable
+from rlark_acceptance.model.profile import KEEP_OUTPUTS, KeepOutputs
 from rlark_acceptance.run.step6.location import Location, Unlocated
 from rlark_acceptance.run.step6.record import RunRecord
 from rlark_acceptance.storage import ObjectNotFound, Removable, StoreError
 
-KeepOutputs = Literal["onFailure", "always", "never"]
-KEEP_OUTPUTS: tuple[KeepOutputs, ...] = ("onFailure", "always", "never")
+# KEEP_OUTPUTS / KeepOutputs: the profile's (checked when it is loaded), named here where the
+# run reads them.
+__all__ = ["KEEP_OUTPUTS", "KeepOutputs", "settle_outputs"]
 
 
 def settle_outputs(

@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import yaml
 
-from rlark_acceptance.model.errors import InputError
 from rlark_acceptance.model.job import Job
 from rlark_acceptance.model.profile import Profile
 from rlark_acceptance.model.timeouts import Timeouts
 from rlark_acceptance.preflight.entry import PreflightResult
-from rlark_acceptance.run.step6.outputs import KEEP_OUTPUTS, KeepOutputs
+from rlark_acceptance.run.step6.outputs import KeepOutputs
 from rlark_acceptance.run.step6.run_id import for_run, new_run_id
 
 
@@ -63,13 +62,7 @@ def build_plan(
     delete_after: bool = True,
 ) -> Step6Plan:
     """Step 6 of ``job`` (its YAML ``manifest``, by default as the console showed it) as run
-    ``run_id`` (a new one by default); an unknown ``target.keepOutputs`` names its line."""
-    keep = profile.target.options.get("keepOutputs", "onFailure")
-    if keep not in KEEP_OUTPUTS:
-        raise InputError(
-            str(profile.loc("target", "keepOutputs")),
-            f"target.keepOutputs must be one of {', '.join(KEEP_OUTPUTS)}, not {keep!r}",
-        )
+    ``run_id`` (a new one by default)."""
     ri = profile.run_info
     # The folder the run writes under: ``runInfo.paths.output``, else the checkpoints'.
     root = ri.paths.get("output") or ri.paths.get("checkpoint") or ri.expected_output
@@ -86,7 +79,7 @@ def build_plan(
         output_root=root,
         validated=validated,
         timeouts=profile.timeouts,
-        keep_outputs=cast(KeepOutputs, keep),
+        keep_outputs=profile.target.keep_outputs,
         delete_after=delete_after,
     )
 

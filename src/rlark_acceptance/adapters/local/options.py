@@ -1,0 +1,29 @@
+"""The ``local`` target's options (keys of the profile's ``target:``; docs/contract.md §2).
+
+Parsed once when the profile is loaded (``model.options``); a wrong type or an unknown
+key is refused there with the profile's line. Light on purpose: loading a profile imports
+this module, never the adapter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class LocalOptions:
+    # What each image reference is on this machine ({REF: {environment, workspace}}): read
+    # by ``images.resolve`` when a Pod starts, so a wrong entry fails that Pod, as a pull.
+    images: Mapping[str, Any] = field(default_factory=dict)
+    # The node has no GPU: every interpreter of the Worker loads the GPU stand-in.
+    without_gpu: bool = False
+    # The Ray head with its dashboard (Ray's state API, which RLinf lists its actors through).
+    ray_dashboard: bool = False
+    ray_num_cpus: int = 1
+    # /workspace folders the image ships besides those the scripts cd into.
+    image_dirs: tuple[str, ...] = ()
+    # Where the Pods' scratch lives (default: the system temp dir's rlark-local).
+    scratch_root: Path | None = None
