@@ -92,8 +92,13 @@ class PodRun:
     def hold_scratch(self) -> None:
         """Lock the scratch for this process's lifetime: a sweeper skips it while we live."""
         assert self.scratch is not None
-        self._lock_fd = os.open(self.scratch / LOCK_NAME, os.O_CREAT | os.O_RDWR, 0o600)
+        # Locked under another name, then renamed: a sweeper (another run on this machine)
+        # judges only a scratch whose lock file exists, and so never finds it free between
+        # its creation and our flock. The lock belongs to the inode and survives the rename.
+        pending = self.scratch / f"{LOCK_NAME}.{os.getpid()}"
+        self._lock_fd = os.open(pending, os.O_CREAT | os.O_RDWR, 0o600)
         fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+        os.rename(pending, self.scratch / LOCK_NAME)
 
     @property
     def name(self) -> str:
