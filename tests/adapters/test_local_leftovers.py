@@ -39,7 +39,7 @@ def test_a_live_runs_pod_stays_and_a_dead_runs_pod_goes(tmp_path: Path) -> None:
 
     assert removed == ["dead-0"]
     assert not (tmp_path / "261201110000-bbbbbb").exists()  # its run's folder too
-    assert (live.scratch / LOCK_NAME).is_file() and live.scratch.is_dir()
+    assert live.scratch is not None and (live.scratch / LOCK_NAME).is_file()
     live.remove_scratch(lambda _: False)
     assert not live.scratch.exists()
 
