@@ -35,7 +35,10 @@ def _relabel(result: dict[str, Any], profile: str) -> dict[str, Any]:
     labels = result.get("labels") or []
     by = {x.get("name"): x.get("value") for x in labels}
     section = by.get("feature") or by.get("suite") or "release"
-    check = by.get("subSuite") or by.get("story")
+    # The check: its story when it has one (a failed scenario keeps only the failed
+    # check's), else the scenario's own check (of several it names).
+    stories = [x.get("value") for x in labels if x.get("name") == "story"]
+    check = stories[0] if len(stories) == 1 else by.get("subSuite")
     keep = [x for x in labels if x.get("name") not in ("parentSuite", "suite", "subSuite")]
     keep += [
         {"name": "parentSuite", "value": profile},
