@@ -4,8 +4,8 @@ profile's own record where the release record says it is, the one JUnit file (a 
 per profile, junitparser after the schema), and the rendered Allure report's tree
 (profile → doc section → check), with its gate.
 
-- three profiles in one run: the default local one, a variant of it, and the Kubernetes
-  one on testenv's real node;
+- the repository's release.yaml, three profiles in one run: the default local one, a
+  variant of it (profiles/local-patient.yaml), and the Kubernetes one on testenv's real node;
 - one profile broken (the Job's checkpoint mount read-only: 3.7): the release names it and
   its earliest check, and the other profile is still accepted; the merged report read in
   Chromium;
@@ -70,18 +70,8 @@ def junit_matches_records(run: ReleaseRun) -> dict[str, list[Any]]:
 def test_a_release_of_three_profiles_local_a_variant_and_kubernetes(
     tmp_path: Path, kube_env: Any
 ) -> None:
-    site = variant(tmp_path, "smoke-ppo-mlp-local-patient")
-    site.edit(site.profile, "  firstSignal: 120\n", "  firstSignal: 240\n")  # its own setting
-    path = release_file(
-        tmp_path / "release.yaml",
-        [
-            ROOT / "profiles" / "local.yaml",
-            "smoke-ppo-mlp-local-patient/site/local.yaml",
-            ROOT / "profiles" / "kubernetes.yaml",
-        ],
-        select=AS_IT_IS,
-    )
-    run = run_release(ROOT, tmp_path / "reports", "--release", str(path))
+    # The repository's own release file, as a user runs it from a clone.
+    run = run_release(ROOT, tmp_path / "reports", "--release", "release.yaml")
     names = ["smoke-ppo-mlp-local", "smoke-ppo-mlp-local-patient", "smoke-ppo-mlp-kubernetes"]
 
     assert run.returncode == 0, run.explain()
@@ -100,7 +90,8 @@ def test_a_release_of_three_profiles_local_a_variant_and_kubernetes(
     for name in names:  # the table: the profile's row, accepted, every section ok
         row = [x.split() for x in run.output.splitlines() if x.split()[:1] == [name]][-1]
         assert row[1:] == ["ACCEPTED"] + ["ok"] * 8, row
-    assert "release release: ACCEPTED on 3 of 3" in run.output
+    assert "release testenv: ACCEPTED on 3 of 3" in run.output
+    assert s["profiles"][1]["listedAt"] == "release.yaml:10"
 
     suites = junit_matches_records(run)
     for cases in suites.values():
