@@ -159,6 +159,7 @@ def test_a_release_with_one_broken_profile_names_it_and_still_accepts_the_other(
 
     code, said, report = run.render()
     assert code == 1, said
+    assert not (run.reports / ".allure-report.new").exists(), "the rendering left its scratch"
     assert "NOT ACCEPTED at site-broken 3.7" in said, said
     seen = tree(report)
     assert sorted(seen) == ["site-broken", "site-good"]

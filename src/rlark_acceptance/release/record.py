@@ -48,7 +48,8 @@ def read_result(listed: ListedProfile, outcome: ProfileOutcome) -> ProfileResult
 
 
 def _stamp(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """ISO 8601 in UTC, to the millisecond: ``2026-12-01T13:17:05.123Z``."""
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
 
 
 def profile_verdict(r: ProfileResult) -> str:
@@ -263,7 +264,7 @@ def junit_xml(data: dict[str, Any], reports: Path) -> str:
             root,
             "testsuite",
             name=e["name"],
-            timestamp=e["startedAt"].rstrip("Z"),
+            timestamp=e["startedAt"][:19],  # the schema's: no fraction, no zone
             hostname="localhost",
         )
         props = ET.SubElement(suite, "properties")
