@@ -34,7 +34,7 @@ from tests.release.release_runs import (
     tree,
     variant,
 )
-from tests.run.suite_runs import AS_IT_IS, ROOT
+from tests.run.suite_runs import AS_IT_IS, ROOT, run_suite
 
 pytestmark = pytest.mark.slow
 
@@ -212,3 +212,17 @@ def test_an_interrupted_release_interrupts_every_profile_and_writes_every_record
         errors = [c.name for c in cases for r in c.result if isinstance(r, junitparser.Error)]
         assert errors and errors[0].startswith("[run] interrupted"), (name, errors)
     assert s["line"].startswith("release release: INTERRUPTED on 0 of 2")
+
+
+def test_a_single_run_after_a_release_leaves_no_release_record_behind(tmp_path: Path) -> None:
+    a, b = variant(tmp_path, "site-a"), variant(tmp_path, "site-b")
+    quick = "check-0.1 and not negative and not variant"
+    reports = a.root.parent / "reports"  # where run_suite writes a's single run
+    run = run_release(
+        ROOT, reports, "--profile", str(a.profile), "--profile", str(b.profile), "-m", quick
+    )
+    assert run.returncode == 0 and run.summary["verdict"] == "accepted", run.explain()
+    single = run_suite(a, "-m", quick)
+    assert single.reports == reports and single.returncode == 0, single.explain()
+    assert not (reports / "release-summary.json").exists(), "the release's record survived"
+    assert single.summary["profile"] == str(a.profile)
