@@ -36,29 +36,40 @@ const SECTIONS = [
   "Step 6 确认任务开始运行",
 ];
 
-// The name the run gave its results (executor.json): never a run-summary.json of another run.
-function verdictName() {
+// What the run wrote about its results (executor.json): never a run-summary.json of another run.
+function executor() {
   try {
-    const executor = JSON.parse(readFileSync(join(results, "executor.json"), "utf-8"));
-    if (executor.reportName) return executor.reportName;
+    return JSON.parse(readFileSync(join(results, "executor.json"), "utf-8"));
   } catch {
-    // no record of a run in these results
+    return {}; // no record of a run in these results
   }
-  return `RLark acceptance: 在单个 GPU 节点上运行 RLinf — no run record in ${results}`;
 }
+
+function verdictName() {
+  return (
+    executor().reportName ||
+    `RLark acceptance: 在单个 GPU 节点上运行 RLinf — no run record in ${results}`
+  );
+}
+
+// A release's merged results (executor.json names the release): the tree is profile → doc
+// section → check, from the suite labels the merge wrote; one run's is the page's own.
+const isRelease = Boolean(executor().release);
 
 const isProfile = (tr) =>
   tr.labels.some((l) => l.name === "acceptance" && l.value === "profile");
 
 const checkOf = (tr) =>
   labelOf(tr, "failedCheck") || (/^\[([^\]|-]+)/.exec(tr.name || "") || [])[1] || "?";
+// In a release the check to start at is named with its profile: "site-b 6.2".
+const whereOf = (tr) => [labelOf(tr, "profile"), checkOf(tr)].filter(Boolean).join(" ");
 const labelOf = (tr, name) => (tr.labels.find((l) => l.name === name) || {}).value || "";
 const notReached = (tr) =>
   tr.status === "skipped" && /^not (reached|finished)/.test(tr.message || tr.error?.message || "");
 
 // What failed comes before what was not reached because of it; then the page's order.
 const rank = (tr) => (["failed", "broken"].includes(tr.status) ? 0 : 1);
-const orderOf = (tr) => labelOf(tr, "feature") + " " + checkOf(tr);
+const orderOf = (tr) => labelOf(tr, "feature") + " " + checkOf(tr) + " " + labelOf(tr, "profile");
 
 // The release is not accepted when a check scenario of the profile as it is failed, broke,
 // or was not reached (an earlier phase failed, the run was interrupted); failing
@@ -73,7 +84,7 @@ const notAccepted = {
       .filter((tr) => isProfile(tr) && (["failed", "broken"].includes(tr.status) || notReached(tr)))
       .sort((a, b) => rank(a) - rank(b) || orderOf(a).localeCompare(orderOf(b)));
     const what = `${bad.length} check scenario(s) of the profile failed or were not reached`;
-    const actual = bad.length ? `${checkOf(bad[0])}: ${what}` : 0;
+    const actual = bad.length ? `${whereOf(bad[0])}: ${what}` : 0;
     return { success: bad.length <= expected, actual, testResults: bad.map((t) => t.id) };
   },
 };
@@ -91,7 +102,7 @@ export default {
       options: {
         reportName: name,
         singleFile: false,
-        groupBy: ["epic", "feature", "story"],
+        groupBy: isRelease ? ["parentSuite", "suite", "subSuite"] : ["epic", "feature", "story"],
         stepTreeExpansion: "expand_failed_only",
         defaultSortBy: "name,asc", // the sections are numbered in the page's order
         reportLanguage: "en",

@@ -4,6 +4,7 @@ pytest_plugins = [
     "fixtures.acceptance",
     "fixtures.interrupts",
     "fixtures.progress",
+    "fixtures.release",
     "fixtures.run_record",
     "fixtures.testenv",
     "steps.profile_steps",

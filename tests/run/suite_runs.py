@@ -244,18 +244,24 @@ def run_suite_interrupted(site: Site, after: str, *args: str, timeout: float = 3
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
-    assert proc.stdout is not None
-    seen = b""
     deadline = time.monotonic() + timeout
-    while after.encode() not in seen:
-        chunk = os.read(proc.stdout.fileno(), 4096)
-        assert chunk and time.monotonic() < deadline, seen.decode(errors="replace")
-        seen += chunk
+    seen = output_until(proc, after, deadline)
     time.sleep(1.0)  # inside the scenario's setup: the Worker is being started
     proc.send_signal(signal.SIGINT)
     rest, _ = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
     output = (seen + rest).decode(errors="replace")
     return _read(proc.returncode, output, reports, time.monotonic() - t0)
+
+
+def output_until(proc: subprocess.Popen[bytes], after: str, deadline: float) -> bytes:
+    """What ``proc`` printed up to and including ``after`` (monotonic ``deadline``)."""
+    assert proc.stdout is not None
+    seen = b""
+    while after.encode() not in seen:
+        chunk = os.read(proc.stdout.fileno(), 4096)
+        assert chunk and time.monotonic() < deadline, seen.decode(errors="replace")
+        seen += chunk
+    return seen
 
 
 def _read(code: int, output: str, reports: Path, elapsed: float) -> SuiteRun:

@@ -98,6 +98,8 @@ def render(reports: Path, *, root: Path | None = None) -> Rendered:
     fresh.rename(target)
     shutil.rmtree(old, ignore_errors=True)
     gate = run("quality-gate")
+    # The gate reads the same config, output directory included, and leaves it created.
+    shutil.rmtree(fresh, ignore_errors=True)
     return Rendered(target, gate.returncode, _plain(gate.stdout + gate.stderr))
 
 

@@ -1,0 +1,44 @@
+"""release-summary.json has exactly the keys docs/contract.md §6 documents, read from a
+profile's record shaped as §4 documents it (every optional key present)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rlark_acceptance.release.record import ProfileResult, release_summary
+from rlark_acceptance.release.release_file import ListedProfile, ReleaseFile
+from rlark_acceptance.release.runner import ProfileOutcome
+from rlark_acceptance.secrets import Redactor
+from tests.test_docs import documented
+
+
+def test_release_summary_has_the_documented_keys(tmp_path: Path) -> None:
+    doc = documented("releaseFile")
+    run = documented("earliestFailure") | {"warnings": ["LeftoversRemoved: …"]}
+    listed = ListedProfile("site-broken", tmp_path / "p.yaml", "release.yaml:2", "p.yaml")
+    outcome = ProfileOutcome(tmp_path / "site-broken", 1, 1.8e9, 12.0, "the session …")
+    release = ReleaseFile("rc-1", (listed,), path=Path("release.yaml"))
+    real = release_summary(
+        release,
+        [ProfileResult(listed, outcome, run)],
+        Redactor(),
+        reports=tmp_path,
+        started=1.8e9,
+        elapsed=13.0,
+        interrupted=False,
+        jobs=2,
+        runner="local session",
+    )
+    assert set(real) == set(doc)
+    profile = real["profiles"][0]
+    assert set(profile) - {"warnings"} == set(doc["profiles"][0])
+    assert list(profile["sections"]) == [f"{i:02d} {s}" for i, s in enumerate(_sections(), 1)]
+    assert profile["sections"]["08 Step 6 确认任务开始运行"] == {"status": "failed", "check": "6.2"}
+    assert profile["verdict"] == "error" and not profile["accepted"]  # its record has "error"
+    assert real["line"] == "release rc-1: NOT ACCEPTED on 0 of 1: site-broken fails at 6.2"
+
+
+def _sections() -> list[str]:
+    from rlark_acceptance.run.report_writers import SECTIONS
+
+    return list(SECTIONS)
