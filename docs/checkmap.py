@@ -23,12 +23,22 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "docs" / "checks.md"
 RUN = ROOT / "src" / "rlark_acceptance" / "run"
-# A Step 6 phase names its check as a class attribute (``check = "6.2"``) or a constant.
+# A Step 6 phase names its check as a class attribute (``check = CheckId.ONE_POD_ON_NODE``).
 _RUNTIME_CHECK = re.compile(
-    r"""^\s*(?:check|CHECK|check_id)\s*(?::\s*[\w\[\]]+\s*)?=\s*["']([\w.]+)["']"""
+    r"""^\s*(?:check|CHECK|check_id)\s*(?::\s*[\w\[\]]+\s*)?=\s*"""
+    r"""(?:["']([\w.]+)["']|CheckId\.(\w+))"""
 )
 # ... or settles a check by name on the run (``run.done("1.1", ...)``).
-_RUNTIME_DONE = re.compile(r"""\bdone\(\s*["']([\w.]+)["']""")
+_RUNTIME_DONE = re.compile(r"""\bdone\(\s*(?:["']([\w.]+)["']|CheckId\.(\w+))""")
+
+
+def _check_id(m: re.Match[str]) -> str:
+    """The ID a match names: as a string, or as ``model.doc_checks.CheckId``'s name."""
+    from rlark_acceptance.model.doc_checks import CheckId
+
+    return m.group(1) or str(getattr(CheckId, m.group(2)))
+
+
 _TAG = re.compile(r"@check-([\w.]+)")
 SELF_CHECK = {"@negative", "@fault-injection", "@modified-job", "@variant"}
 
@@ -51,8 +61,8 @@ the unit tests that exercise that code.
   a self-check) do not have: what changes the default profile, or how it is submitted, so
   that the check goes red; with their feature.
 - **Code**: the function registered for its ID in the pre-flight's registry
-  (`@check("3.4")`), and the Step 6 phase classes (`check = "6.2"`) and modules that settle
-  it by name (`run.done("1.1", …)`).
+  (`@check(CheckId.IMAGE_PULLABLE)`, i.e. 3.4), and the Step 6 phase classes
+  (`check = CheckId.ONE_POD_ON_NODE`) and modules that settle it by name.
 - **Unit tests**: the test functions under `tests/` (an AST walk, not a string search) that
   either call the check's code by name (its registered function, its phase class), or call
   an entry that dispatches to it and name its ID in the test itself, as a string of its
@@ -96,9 +106,9 @@ def runtime_code_by_check() -> dict[str, list[str]]:
         for line in text.splitlines():
             m = _RUNTIME_CHECK.match(line)
             if m:
-                out[m.group(1)].add(_rel(path))
-        for cid in _RUNTIME_DONE.findall(text):
-            out[cid].add(_rel(path))
+                out[_check_id(m)].add(_rel(path))
+        for done in _RUNTIME_DONE.finditer(text):
+            out[_check_id(done)].add(_rel(path))
     return {k: sorted(v) for k, v in out.items()}
 
 
@@ -226,7 +236,7 @@ def code_names_by_check() -> dict[str, set[str]]:
                 for line in (ast.get_source_segment(text, node) or "").splitlines():
                     m = _RUNTIME_CHECK.match(line)
                     if m:
-                        out[m.group(1)].add(node.name)
+                        out[_check_id(m)].add(node.name)
     return out
 
 

@@ -10,7 +10,7 @@ import pytest
 from pytest_bdd import parsers, then, when
 
 from fixtures.workspace import Workspace
-from rlark_acceptance.model.doc_checks import remedy
+from rlark_acceptance.model.doc_checks import CheckId, remedy
 from rlark_acceptance.model.findings import Finding, Severity
 from rlark_acceptance.preflight.entry import PreflightResult, preflight_files, preflight_profile
 from rlark_acceptance.secrets import Redactor
@@ -170,7 +170,7 @@ def single_node(preflight: PreflightResult, gpus: str) -> None:
         assert r["gpusAll"] is True and r["gpusRequired"] is None, r
     else:
         assert r["gpusAll"] is False and r["gpusRequired"] == int(gpus), r
-    assert preflight.outcome.status("0.4") == "passed"
+    assert preflight.outcome.status(CheckId.MULTI_NODE_REDIRECT) == "passed"
 
 
 @then(parsers.parse('it is redirected naming "{reasons}"'))
@@ -184,4 +184,4 @@ def redirected(preflight: PreflightResult, reasons: str) -> None:
 @then("it is a real-robot job blocked until safety is confirmed")
 def real_robot(preflight: PreflightResult) -> None:
     assert _rlinf(preflight)["realRobot"] is True
-    assert _matching(preflight, "0.5", Severity.ERROR, "real-robot-unconfirmed")
+    assert _matching(preflight, CheckId.REAL_ROBOT_SAFETY, Severity.ERROR, "real-robot-unconfirmed")

@@ -9,7 +9,7 @@ import pytest
 from pytest_bdd import given, parsers, then, when
 
 from fixtures.workspace import Workspace
-from rlark_acceptance.model.doc_checks import remedy
+from rlark_acceptance.model.doc_checks import CheckId, remedy
 from rlark_acceptance.model.profile import load_profile
 from rlark_acceptance.preflight.entry import preflight_profile
 from rlark_acceptance.run.acceptance import AcceptanceRun, accept, submit_and_confirm
@@ -68,7 +68,7 @@ def passed_preflight(accepted_run: AcceptanceRun) -> AcceptanceRun:
 def submitted(run: AcceptanceRun) -> None:
     # A submission the platform refused is 6.1's failure, said by 6.1's own step; every
     # later check is not reached.
-    refused = run.record is not None and "6.1" in run.record.phases
+    refused = run.record is not None and CheckId.JOB_LISTED in run.record.phases
     assert run.submitted or refused, "[6.1] the Job was not submitted"
 
 
@@ -84,22 +84,22 @@ def _phase(run: AcceptanceRun, check: str) -> None:
 
 @then("the Job appears in the task list")
 def job_listed(run: AcceptanceRun) -> None:
-    _phase(run, "6.1")
+    _phase(run, CheckId.JOB_LISTED)
 
 
 @then("exactly one Pod runs the Worker on the expected node")
 def one_pod(run: AcceptanceRun) -> None:
-    _phase(run, "6.2")
+    _phase(run, CheckId.ONE_POD_ON_NODE)
 
 
 @then("the logs show the Ray head started and then the run script's first output")
 def ray_started(run: AcceptanceRun) -> None:
-    _phase(run, "6.3")
+    _phase(run, CheckId.RAY_HEAD_STARTED)
 
 
 @then("the config RLinf printed at start-up has cluster.num_nodes 1")
 def printed_num_nodes(run: AcceptanceRun) -> None:
-    _phase(run, "1.1")
+    _phase(run, CheckId.LOADED_NUM_NODES_IS_ONE)
 
 
 @then(
@@ -107,17 +107,17 @@ def printed_num_nodes(run: AcceptanceRun) -> None:
     "checkpoint settings equal the validated ones"
 )
 def printed_fingerprint(run: AcceptanceRun) -> None:
-    _phase(run, "1.2")
+    _phase(run, CheckId.VALIDATED_CONFIG_KEPT)
 
 
 @then("the RLinf logs show the first signal")
 def first_signal(run: AcceptanceRun) -> None:
-    _phase(run, "6.4")
+    _phase(run, CheckId.PROGRESS_LOGGED)
 
 
 @then("a checkpoint is readable at the expected location")
 def checkpoint_readable(run: AcceptanceRun) -> None:
-    _phase(run, "6.5")
+    _phase(run, CheckId.OUTPUT_PERSISTED)
     assert run.record is not None and run.record.checkpoint is not None
     assert run.record.checkpoint.ok, f"[6.5] {run.record.checkpoint.summary()}"
 

@@ -8,6 +8,70 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Final
+
+
+class CheckId:
+    """The page's check IDs by what each requires, so that code names a check by meaning and a
+    typo is a name error, not a check that silently never matches. The values are the stable IDs
+    of the record and the ``@check-<ID>`` tags; ``CHECKS`` below holds their order and remedies."""
+
+    # §0
+    NUM_NODES_IS_ONE: Final = "0.1"
+    ONE_NODE_PROVIDES_ALL: Final = "0.2"
+    ONE_IMAGE_MOUNTS_ENV: Final = "0.3"
+    MULTI_NODE_REDIRECT: Final = "0.4"
+    REAL_ROBOT_SAFETY: Final = "0.5"
+
+    # 准备 RLinf 运行信息
+    IMAGE_VERSIONED: Final = "P.1"
+    GPU_COUNT_GIVEN: Final = "P.2"
+    START_COMMAND_GIVEN: Final = "P.3"
+    CONTAINER_PATHS_GIVEN: Final = "P.4"
+    FIRST_SIGNAL_GIVEN: Final = "P.5"
+
+    # Step 1
+    LOADED_NUM_NODES_IS_ONE: Final = "1.1"
+    VALIDATED_CONFIG_KEPT: Final = "1.2"
+
+    # Step 2
+    TASK_NAME: Final = "2.1"
+    TASK_TYPE_CUSTOM: Final = "2.2"
+    ONE_ROLE_NAMED_WORKER: Final = "2.3"
+    WORKER_IS_HEADER: Final = "2.4"
+
+    # Step 3
+    TARGET_CLUSTER: Final = "3.1"
+    ONE_NODE_SELECTED: Final = "3.2"
+    GPUS_FIT: Final = "3.3"
+    IMAGE_PULLABLE: Final = "3.4"
+    PREPARE_SCRIPT: Final = "3.5"
+    ENV_NOT_SENSITIVE: Final = "3.6"
+    PATHS_UNDER_MOUNTS: Final = "3.7"
+
+    # Step 4
+    HEAD_ROLE_IS_WORKER: Final = "4.1"
+    NO_CROSS_CLUSTER_NETWORK: Final = "4.2"
+    SSH_KEY_ONLY_IF_NEEDED: Final = "4.3"
+    START_COMMAND_KEPT: Final = "4.4"
+    TENSORBOARD_PATH: Final = "4.5"
+
+    # Step 5
+    ROLES_ONE_WORKER: Final = "5.1"
+    WORKERS_ONE: Final = "5.2"
+    RAY_NODES_ONE: Final = "5.3"
+    HEADER_WORKER_ONE_REPLICA: Final = "5.4"
+    GPUS_CONSISTENT: Final = "5.5"
+    PREPARED_VALUES_EQUAL: Final = "5.6"
+    EXPECTED_NODE_ONLY: Final = "5.7"
+    NO_SECRETS: Final = "5.8"
+
+    # Step 6
+    JOB_LISTED: Final = "6.1"
+    ONE_POD_ON_NODE: Final = "6.2"
+    RAY_HEAD_STARTED: Final = "6.3"
+    PROGRESS_LOGGED: Final = "6.4"
+    OUTPUT_PERSISTED: Final = "6.5"
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from rlark_acceptance.model.doc_checks import CheckId
 from rlark_acceptance.model.errors import InputError
 from rlark_acceptance.model.findings import Location
 from rlark_acceptance.model.keypath import dotted
@@ -147,13 +148,21 @@ def normalise_contract_v1alpha1(doc: YamlDoc) -> Job:
     meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
     spec = data.get("spec")
     if not isinstance(spec, dict):
-        problems.append(ShapeProblem("2.3", "the Job has no spec mapping", doc.loc("spec")))
+        problems.append(
+            ShapeProblem(
+                CheckId.ONE_ROLE_NAMED_WORKER, "the Job has no spec mapping", doc.loc("spec")
+            )
+        )
         spec = {}
     tb = spec.get("tensorboard")
     tb_dir = tb.get("logDir") if isinstance(tb, dict) else None
     raw_roles = spec.get("roles")
     if raw_roles is not None and not isinstance(raw_roles, list):
-        problems.append(ShapeProblem("2.3", "spec.roles must be a list", doc.loc("spec", "roles")))
+        problems.append(
+            ShapeProblem(
+                CheckId.ONE_ROLE_NAMED_WORKER, "spec.roles must be a list", doc.loc("spec", "roles")
+            )
+        )
         raw_roles = []
     roles = [
         _role(doc, i, r, problems) for i, r in enumerate(raw_roles or []) if isinstance(r, dict)
@@ -167,11 +176,19 @@ def normalise_contract_v1alpha1(doc: YamlDoc) -> Job:
             _shape(doc, r, ("spec", "roles", i), _ROLE_SHAPE, problems)
         else:
             problems.append(
-                ShapeProblem("2.3", "a role must be a mapping", doc.loc("spec", "roles", i))
+                ShapeProblem(
+                    CheckId.ONE_ROLE_NAMED_WORKER,
+                    "a role must be a mapping",
+                    doc.loc("spec", "roles", i),
+                )
             )
     run_script = spec.get("runScript")
     if run_script is not None and not isinstance(run_script, str):
-        problems.append(ShapeProblem("4.4", "runScript must be text", doc.loc("spec", "runScript")))
+        problems.append(
+            ShapeProblem(
+                CheckId.START_COMMAND_KEPT, "runScript must be text", doc.loc("spec", "runScript")
+            )
+        )
         run_script = str(run_script)
     return Job(
         name=meta.get("name"),
@@ -198,32 +215,32 @@ _COUNT = (int,)
 # here (the checks say what a missing field means).
 _Shape = dict[str, tuple[str, tuple[type, ...], str]]
 _TOP_SHAPE: _Shape = {
-    "apiVersion": ("5.1", _TEXT, "text"),
-    "kind": ("5.1", _TEXT, "text"),
-    "metadata": ("2.1", (dict,), "a mapping"),
+    "apiVersion": (CheckId.ROLES_ONE_WORKER, _TEXT, "text"),
+    "kind": (CheckId.ROLES_ONE_WORKER, _TEXT, "text"),
+    "metadata": (CheckId.TASK_NAME, (dict,), "a mapping"),
 }
 _META_SHAPE: _Shape = {
-    "name": ("2.1", _TEXT, "text"),
-    "namespace": ("2.1", _TEXT, "text"),
-    "labels": ("2.1", (dict, type(None)), "a mapping"),
+    "name": (CheckId.TASK_NAME, _TEXT, "text"),
+    "namespace": (CheckId.TASK_NAME, _TEXT, "text"),
+    "labels": (CheckId.TASK_NAME, (dict, type(None)), "a mapping"),
 }
 _SPEC_SHAPE: _Shape = {
-    "taskType": ("2.2", _TEXT, "text"),
-    "headRole": ("4.1", _TEXT, "text"),
-    "crossClusterNetwork": ("4.2", _OPT_TEXT, "text"),
-    "sshPublicKey": ("4.3", _OPT_TEXT, "text"),
-    "tensorboard": ("4.5", (dict, type(None)), "a mapping"),
+    "taskType": (CheckId.TASK_TYPE_CUSTOM, _TEXT, "text"),
+    "headRole": (CheckId.HEAD_ROLE_IS_WORKER, _TEXT, "text"),
+    "crossClusterNetwork": (CheckId.NO_CROSS_CLUSTER_NETWORK, _OPT_TEXT, "text"),
+    "sshPublicKey": (CheckId.SSH_KEY_ONLY_IF_NEEDED, _OPT_TEXT, "text"),
+    "tensorboard": (CheckId.TENSORBOARD_PATH, (dict, type(None)), "a mapping"),
 }
 _ROLE_SHAPE: _Shape = {
-    "name": ("2.3", _TEXT, "text"),
-    "header": ("2.4", (bool,), "true or false"),
-    "replicas": ("5.2", _COUNT, "a count"),
-    "cluster": ("3.1", _TEXT, "text"),
-    "nodeSelector": ("3.2", (dict, type(None)), "a mapping of label: value"),
-    "gpus": ("3.3", _COUNT, "a count"),
-    "image": ("3.4", _TEXT, "text"),
-    "prepareScript": ("3.5", _OPT_TEXT, "text"),
-    "resources": ("0.4", (dict, type(None)), "a mapping"),
+    "name": (CheckId.ONE_ROLE_NAMED_WORKER, _TEXT, "text"),
+    "header": (CheckId.WORKER_IS_HEADER, (bool,), "true or false"),
+    "replicas": (CheckId.WORKERS_ONE, _COUNT, "a count"),
+    "cluster": (CheckId.TARGET_CLUSTER, _TEXT, "text"),
+    "nodeSelector": (CheckId.ONE_NODE_SELECTED, (dict, type(None)), "a mapping of label: value"),
+    "gpus": (CheckId.GPUS_FIT, _COUNT, "a count"),
+    "image": (CheckId.IMAGE_PULLABLE, _TEXT, "text"),
+    "prepareScript": (CheckId.PREPARE_SCRIPT, _OPT_TEXT, "text"),
+    "resources": (CheckId.MULTI_NODE_REDIRECT, (dict, type(None)), "a mapping"),
 }
 
 
@@ -255,7 +272,7 @@ def _shape(
             if isinstance(data.get(key), str) and data[key] != want:
                 problems.append(
                     ShapeProblem(
-                        "5.1",
+                        CheckId.ROLES_ONE_WORKER,
                         f"{key} {data[key]!r}: the console exports {key}: {want}",
                         doc.loc(key),
                     )
@@ -265,7 +282,7 @@ def _shape(
             if not isinstance(v, str | int | float) or isinstance(v, bool):
                 problems.append(
                     ShapeProblem(
-                        "3.2",
+                        CheckId.ONE_NODE_SELECTED,
                         f"nodeSelector {k}: a label value must be text",
                         doc.loc(*path, "nodeSelector", k),
                     )
@@ -280,11 +297,17 @@ def _role(doc: YamlDoc, i: int, r: dict[str, Any], problems: list[ShapeProblem])
     mounts: list[Mount] = []
     raw_mounts = r.get("mounts") or []
     if not isinstance(raw_mounts, list):
-        problems.append(ShapeProblem("3.7", "mounts must be a list", loc("mounts")))
+        problems.append(
+            ShapeProblem(CheckId.PATHS_UNDER_MOUNTS, "mounts must be a list", loc("mounts"))
+        )
         raw_mounts = []
     for j, m in enumerate(raw_mounts):
         if not isinstance(m, dict):
-            problems.append(ShapeProblem("3.7", "a mount must be a mapping", loc("mounts", j)))
+            problems.append(
+                ShapeProblem(
+                    CheckId.PATHS_UNDER_MOUNTS, "a mount must be a mapping", loc("mounts", j)
+                )
+            )
             continue
         mounts.append(
             Mount(
@@ -336,23 +359,35 @@ def _env(raw: Any, loc: Callable[..., Location], problems: list[ShapeProblem]) -
                 env.append(EnvVar(str(k), _str_or_none(v), loc("env", k)))
             else:
                 problems.append(
-                    ShapeProblem("3.6", f"env {k}: the value must be text", loc("env", k))
+                    ShapeProblem(
+                        CheckId.ENV_NOT_SENSITIVE, f"env {k}: the value must be text", loc("env", k)
+                    )
                 )
         return env
     if not isinstance(raw, list):
-        problems.append(ShapeProblem("3.6", "env must be a list of {name, value}", loc("env")))
+        problems.append(
+            ShapeProblem(
+                CheckId.ENV_NOT_SENSITIVE, "env must be a list of {name, value}", loc("env")
+            )
+        )
         return env
     for j, e in enumerate(raw):
         if not isinstance(e, dict) or e.get("name") in (None, ""):
-            problems.append(ShapeProblem("3.6", "an env entry needs a name", loc("env", j)))
+            problems.append(
+                ShapeProblem(CheckId.ENV_NOT_SENSITIVE, "an env entry needs a name", loc("env", j))
+            )
         elif not isinstance(e["name"], str):
             problems.append(
-                ShapeProblem("3.6", f"env[{j}].name must be text", loc("env", j, "name"))
+                ShapeProblem(
+                    CheckId.ENV_NOT_SENSITIVE, f"env[{j}].name must be text", loc("env", j, "name")
+                )
             )
         elif not _scalar(e.get("value")):
             problems.append(
                 ShapeProblem(
-                    "3.6", f"env {e['name']}: the value must be text", loc("env", j, "value")
+                    CheckId.ENV_NOT_SENSITIVE,
+                    f"env {e['name']}: the value must be text",
+                    loc("env", j, "value"),
                 )
             )
         else:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rlark_acceptance.model.doc_checks import CHECKS
+from rlark_acceptance.model.doc_checks import CHECKS, CheckId
 from rlark_acceptance.model.errors import InputError
 from rlark_acceptance.model.findings import Finding, Location, Severity, Status, Verdict
 from rlark_acceptance.model.job import Job, parse_rendered, read_job, render_job
@@ -40,7 +40,10 @@ class PreflightResult:
 
     @property
     def verdict(self) -> Verdict:
-        if any(f.check == "0.4" and f.severity == Severity.ERROR for f in self.findings):
+        if any(
+            f.check == CheckId.MULTI_NODE_REDIRECT and f.severity == Severity.ERROR
+            for f in self.findings
+        ):
             return Verdict.REDIRECT
         if any(f.severity == Severity.ERROR for f in self.findings):
             return Verdict.FAIL

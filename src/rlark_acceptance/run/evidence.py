@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from rlark_acceptance.model.doc_checks import earliest
+from rlark_acceptance.model.doc_checks import CheckId, earliest
 from rlark_acceptance.model.findings import Location, Severity
 from rlark_acceptance.preflight.entry import PreflightResult, sorted_findings
 from rlark_acceptance.run.outcome import AcceptanceRun
@@ -76,10 +76,10 @@ def runtime_location(run: AcceptanceRun, check: str) -> Location | None:
     pre, rec = run.preflight, run.record
     if rec is None:
         return None
-    if check == "6.4" and pre.profile is not None:
+    if check == CheckId.PROGRESS_LOGGED and pre.profile is not None:
         return pre.profile.loc("runInfo", "firstSignal")
     role = pre.job.worker if pre.job is not None else None
-    if check != "6.3" or role is None or not role.prepare_script:
+    if check != CheckId.RAY_HEAD_STARTED or role is None or not role.prepare_script:
         return None
     exited = any(p.exit_code not in (None, 0) for p in rec.pods)
     ray_spoke = any(line.strip() and not is_script_output(line) for line in rec.log)

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from rlark_acceptance.model.doc_checks import BY_ID, CHECKS, earliest, remedy
+from rlark_acceptance.model.doc_checks import BY_ID, CHECKS, CheckId, earliest, remedy
 from rlark_acceptance.run.report import Kind, RunReport, ScenarioRecord
 from rlark_acceptance.secrets import Redactor
 
@@ -86,7 +86,7 @@ def story_label(check: str) -> str:
 
 def severity(check: str) -> str:
     """Step 6 and secrets are what a release cannot ship with."""
-    if BY_ID[check].kind == "runtime" or check in ("3.6", "5.8"):
+    if BY_ID[check].kind == "runtime" or check in (CheckId.ENV_NOT_SENSITIVE, CheckId.NO_SECRETS):
         return "critical"
     return "normal"
 

@@ -5,27 +5,33 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from rlark_acceptance.model.doc_checks import CheckId
 from rlark_acceptance.model.findings import Finding, Location, error, warning
 from rlark_acceptance.preflight.checks.base import Context, check
 from rlark_acceptance.rlinf.fingerprint import differences, fingerprint
 
 
-@check("1.1", needs=("rlinf",))
+@check(CheckId.LOADED_NUM_NODES_IS_ONE, needs=("rlinf",))
 def loaded_config_single_node(ctx: Context) -> Iterator[Finding]:
     r = ctx.the_rlinf
     for p in r.problems:
         if p.fatal:
             yield error(
-                "1.1", "config-unloadable", f"RLinf would not start: {p.message}", p.location
+                CheckId.LOADED_NUM_NODES_IS_ONE,
+                "config-unloadable",
+                f"RLinf would not start: {p.message}",
+                p.location,
             )
         else:
-            yield warning("1.1", "config-unresolved", p.message, p.location)
+            yield warning(
+                CheckId.LOADED_NUM_NODES_IS_ONE, "config-unresolved", p.message, p.location
+            )
     if ctx.job is None or ctx.job.worker is None:
         # With a worker role, 3.3 reports these against its GPU request; without one, a
         # placement RLinf cannot parse must still fail the run (docs/contract.md §3).
         for problem in r.cluster.problems:
             yield error(
-                "1.1",
+                CheckId.LOADED_NUM_NODES_IS_ONE,
                 "placement-invalid",
                 f"RLinf would not start: {problem.message}",
                 r.location(problem.path),
@@ -35,7 +41,7 @@ def loaded_config_single_node(ctx: Context) -> Iterator[Finding]:
         validated = Path(r.config.path).stem
         if launch.config_name != validated:
             yield error(
-                "1.1",
+                CheckId.LOADED_NUM_NODES_IS_ONE,
                 "config-name-differs",
                 f"the run command loads config {launch.config_name!r}, "
                 f"but the validated config is {validated!r}",
@@ -43,7 +49,7 @@ def loaded_config_single_node(ctx: Context) -> Iterator[Finding]:
             )
     if r.num_nodes is not None and r.num_nodes != 1:
         yield error(
-            "1.1",
+            CheckId.LOADED_NUM_NODES_IS_ONE,
             "loaded-num-nodes-not-1",
             f"the config the run command loads has cluster.num_nodes {r.num_nodes}",
             r.location("cluster.num_nodes"),
@@ -59,7 +65,7 @@ def _launch_loc(ctx: Context) -> Location | None:
     return ctx.ri_loc("startCommand")
 
 
-@check("1.2", needs=("rlinf",))
+@check(CheckId.VALIDATED_CONFIG_KEPT, needs=("rlinf",))
 def validated_settings_kept(ctx: Context) -> Iterator[Finding]:
     r, v = ctx.the_rlinf, ctx.validated
     if v is None or v is r:
@@ -73,7 +79,7 @@ def validated_settings_kept(ctx: Context) -> Iterator[Finding]:
         )
         loc = via.origin if via and via.origin else r.location(key)
         yield error(
-            "1.2",
+            CheckId.VALIDATED_CONFIG_KEPT,
             "validated-setting-overridden",
             f"the run command changes a validated setting: {line}",
             loc,

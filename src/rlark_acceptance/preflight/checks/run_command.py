@@ -5,29 +5,30 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Iterator
 
+from rlark_acceptance.model.doc_checks import CheckId
 from rlark_acceptance.model.findings import Finding, error, warning
 from rlark_acceptance.model.job import mount_for, under
 from rlark_acceptance.preflight.checks.base import Context, check
 
 
-@check("4.1", needs=("job",))
+@check(CheckId.HEAD_ROLE_IS_WORKER, needs=("job",))
 def head_role(ctx: Context) -> Iterator[Finding]:
     job = ctx.the_job
     if job.head_role != "worker":
         yield error(
-            "4.1",
+            CheckId.HEAD_ROLE_IS_WORKER,
             "head-role",
             f"the head role is {job.head_role!r}, expected worker",
             job.loc("spec", "headRole"),
         )
 
 
-@check("4.2", needs=("job",))
+@check(CheckId.NO_CROSS_CLUSTER_NETWORK, needs=("job",))
 def no_cross_cluster_network(ctx: Context) -> Iterator[Finding]:
     job = ctx.the_job
     if job.cross_cluster_network not in (None, "", "none"):
         yield error(
-            "4.2",
+            CheckId.NO_CROSS_CLUSTER_NETWORK,
             "cross-cluster-network",
             f"crossClusterNetwork is {job.cross_cluster_network!r}; a single-cluster job "
             "keeps the default none",
@@ -35,25 +36,27 @@ def no_cross_cluster_network(ctx: Context) -> Iterator[Finding]:
         )
 
 
-@check("4.3", needs=("job",))
+@check(CheckId.SSH_KEY_ONLY_IF_NEEDED, needs=("job",))
 def ssh_key_only_when_needed(ctx: Context) -> Iterator[Finding]:
     job = ctx.the_job
     if job.ssh_public_key not in (None, ""):
         yield warning(
-            "4.3",
+            CheckId.SSH_KEY_ONLY_IF_NEEDED,
             "ssh-key-set",
             "an SSH public key is set: keep it only if remote access is really needed",
             job.loc("spec", "sshPublicKey"),
         )
 
 
-@check("4.4", needs=("job",))
+@check(CheckId.START_COMMAND_KEPT, needs=("job",))
 def run_script(ctx: Context) -> Iterator[Finding]:
     job = ctx.the_job
     loc = job.loc("spec", "runScript")
     script = job.run_script or ""
     if not script.strip():
-        yield error("4.4", "run-script-missing", "the run script is empty", loc)
+        yield error(
+            CheckId.START_COMMAND_KEPT, "run-script-missing", "the run script is empty", loc
+        )
         return
     ri = ctx.run_info
     if (
@@ -62,7 +65,7 @@ def run_script(ctx: Context) -> Iterator[Finding]:
         and " ".join(script.split()) != " ".join(ri.start_command.split())
     ):
         yield error(
-            "4.4",
+            CheckId.START_COMMAND_KEPT,
             "run-script-differs",
             "the run script is not the prepared start command (runInfo.startCommand)",
             loc,
@@ -70,7 +73,7 @@ def run_script(ctx: Context) -> Iterator[Finding]:
     launch = ctx.rlinf.launch if ctx.rlinf else None
     if launch is None:
         yield warning(
-            "4.4",
+            CheckId.START_COMMAND_KEPT,
             "rlinf-command-not-found",
             "no RLinf command (a launch script or python entry point) found in the "
             "run script: its overrides and working directory cannot be checked",
@@ -79,7 +82,7 @@ def run_script(ctx: Context) -> Iterator[Finding]:
         return
     for rel in launch.relative_without_cd:
         yield error(
-            "4.4",
+            CheckId.START_COMMAND_KEPT,
             "relative-without-cd",
             f"{rel} is relative but the run script sets no working directory: add an explicit cd",
             loc,
@@ -87,7 +90,7 @@ def run_script(ctx: Context) -> Iterator[Finding]:
     if launch.ignored and launch.launcher is not None:
         name = launch.launcher.suffix.rsplit("/", 1)[-1]
         yield error(
-            "4.4",
+            CheckId.START_COMMAND_KEPT,
             "launcher-drops-arguments",
             f"{name} passes only {', '.join(launch.launcher.positional)} on; "
             f"{' '.join(launch.ignored)} never reaches RLinf (call the python entry "
@@ -96,7 +99,7 @@ def run_script(ctx: Context) -> Iterator[Finding]:
         )
 
 
-@check("4.5", needs=("job", "rlinf"))
+@check(CheckId.TENSORBOARD_PATH, needs=("job", "rlinf"))
 def tensorboard_dir(ctx: Context) -> Iterator[Finding]:
     job, r = ctx.the_job, ctx.the_rlinf
     backends = r.config.raw("runner.logger.logger_backends") or []
@@ -108,30 +111,38 @@ def tensorboard_dir(ctx: Context) -> Iterator[Finding]:
         if uses_tb:
             where = events or "<runner.logger.log_path>/tensorboard"
             yield warning(
-                "4.5",
+                CheckId.TENSORBOARD_PATH,
                 "tensorboard-missing",
                 f"RLinf writes TensorBoard events to {where}; fill it in to see them",
                 job.loc("spec"),
             )
         return
     if not posixpath.isabs(tb):
-        yield error("4.5", "tensorboard-relative", f"TensorBoard path {tb} is not absolute", loc)
+        yield error(
+            CheckId.TENSORBOARD_PATH,
+            "tensorboard-relative",
+            f"TensorBoard path {tb} is not absolute",
+            loc,
+        )
         return
     if events is None:
         yield warning(
-            "4.5",
+            CheckId.TENSORBOARD_PATH,
             "tensorboard-unverifiable",
             "the log path is not known, so the TensorBoard path cannot be verified",
             loc,
         )
     elif not under(events, tb):
         yield error(
-            "4.5",
+            CheckId.TENSORBOARD_PATH,
             "tensorboard-elsewhere",
             f"TensorBoard path {tb} does not hold {events}, where RLinf writes events",
             loc,
         )
     if job.worker is not None and mount_for(tb, job.worker.mounts) is None:
         yield error(
-            "4.5", "tensorboard-outside-mounts", f"TensorBoard path {tb} is under no mount", loc
+            CheckId.TENSORBOARD_PATH,
+            "tensorboard-outside-mounts",
+            f"TensorBoard path {tb} is under no mount",
+            loc,
         )

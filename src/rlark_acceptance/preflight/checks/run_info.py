@@ -6,6 +6,7 @@ import posixpath
 import re
 from collections.abc import Iterator
 
+from rlark_acceptance.model.doc_checks import CheckId
 from rlark_acceptance.model.findings import Finding, Location, error, warning
 from rlark_acceptance.preflight.checks.base import Context, check, is_count
 from rlark_acceptance.preflight.checks.images import MOVING_TAGS, parse_image
@@ -39,69 +40,79 @@ def image_findings(
         )
 
 
-@check("P.1", needs=("run_info",))
+@check(CheckId.IMAGE_VERSIONED, needs=("run_info",))
 def prepared_image(ctx: Context) -> Iterator[Finding]:
     ri = ctx.the_run_info
-    yield from image_findings("P.1", ri.image, ctx.ri_loc("image"), ctx.redactor)
+    yield from image_findings(CheckId.IMAGE_VERSIONED, ri.image, ctx.ri_loc("image"), ctx.redactor)
 
 
-@check("P.2", needs=("run_info",))
+@check(CheckId.GPU_COUNT_GIVEN, needs=("run_info",))
 def prepared_gpus(ctx: Context) -> Iterator[Finding]:
     ri = ctx.the_run_info
     if ri.gpus is None:
-        yield error("P.2", "gpus-missing", "runInfo.gpus is not set", ctx.ri_loc("gpus"))
+        yield error(
+            CheckId.GPU_COUNT_GIVEN, "gpus-missing", "runInfo.gpus is not set", ctx.ri_loc("gpus")
+        )
     elif not is_count(ri.gpus) or ri.gpus <= 0:
         yield error(
-            "P.2",
+            CheckId.GPU_COUNT_GIVEN,
             "gpus-invalid",
             f"runInfo.gpus {ri.gpus!r} is not a positive count",
             ctx.ri_loc("gpus"),
         )
 
 
-@check("P.3", needs=("run_info",))
+@check(CheckId.START_COMMAND_GIVEN, needs=("run_info",))
 def prepared_commands(ctx: Context) -> Iterator[Finding]:
     ri = ctx.the_run_info
     if not (ri.start_command or "").strip():
         yield error(
-            "P.3",
+            CheckId.START_COMMAND_GIVEN,
             "start-command-missing",
             "runInfo.startCommand is empty",
             ctx.ri_loc("startCommand"),
         )
 
 
-@check("P.4", needs=("run_info",))
+@check(CheckId.CONTAINER_PATHS_GIVEN, needs=("run_info",))
 def prepared_paths(ctx: Context) -> Iterator[Finding]:
     ri = ctx.the_run_info
     for kind in PATH_KINDS:
         value = ri.paths.get(kind)
         loc = ctx.ri_loc("paths", kind)
         if value in (None, ""):
-            yield error("P.4", "path-missing", f"runInfo.paths.{kind} is not set", loc)
+            yield error(
+                CheckId.CONTAINER_PATHS_GIVEN,
+                "path-missing",
+                f"runInfo.paths.{kind} is not set",
+                loc,
+            )
         elif not isinstance(value, str) or not posixpath.isabs(value):
             yield error(
-                "P.4",
+                CheckId.CONTAINER_PATHS_GIVEN,
                 "path-not-absolute",
                 f"runInfo.paths.{kind} {value!r} is not an absolute container path",
                 loc,
             )
 
 
-@check("P.5", needs=("run_info",))
+@check(CheckId.FIRST_SIGNAL_GIVEN, needs=("run_info",))
 def prepared_signal(ctx: Context) -> Iterator[Finding]:
     ri = ctx.the_run_info
     sig = ri.first_signal
     if not isinstance(sig, str) or not sig.strip():
         yield error(
-            "P.5", "signal-missing", "runInfo.firstSignal is not set", ctx.ri_loc("firstSignal")
+            CheckId.FIRST_SIGNAL_GIVEN,
+            "signal-missing",
+            "runInfo.firstSignal is not set",
+            ctx.ri_loc("firstSignal"),
         )
     else:
         try:
             re.compile(sig)
         except re.error as exc:
             yield error(
-                "P.5",
+                CheckId.FIRST_SIGNAL_GIVEN,
                 "signal-invalid",
                 f"runInfo.firstSignal is not a valid regex: {exc}",
                 ctx.ri_loc("firstSignal"),
@@ -109,14 +120,14 @@ def prepared_signal(ctx: Context) -> Iterator[Finding]:
     out = ri.expected_output
     if out in (None, ""):
         yield error(
-            "P.5",
+            CheckId.FIRST_SIGNAL_GIVEN,
             "output-missing",
             "runInfo.expectedOutput is not set",
             ctx.ri_loc("expectedOutput"),
         )
     elif not isinstance(out, str) or not posixpath.isabs(out):
         yield error(
-            "P.5",
+            CheckId.FIRST_SIGNAL_GIVEN,
             "output-not-absolute",
             f"runInfo.expectedOutput {out!r} is not an absolute container path",
             ctx.ri_loc("expectedOutput"),

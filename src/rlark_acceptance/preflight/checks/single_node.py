@@ -4,24 +4,27 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from rlark_acceptance.model.doc_checks import CheckId
 from rlark_acceptance.model.findings import Finding, error, info
 from rlark_acceptance.preflight.checks.base import Context, check, is_count
 
 RESOURCE_FIELDS = ("cpu", "memory", "shm")
 
 
-@check("0.1", needs=("rlinf",))
+@check(CheckId.NUM_NODES_IS_ONE, needs=("rlinf",))
 def effective_num_nodes(ctx: Context) -> Iterator[Finding]:
     r = ctx.the_rlinf
     loc = r.location("cluster.num_nodes")
     if not r.config.has("cluster.num_nodes"):
-        yield error("0.1", "num-nodes-missing", "cluster.num_nodes is not set", loc)
+        yield error(
+            CheckId.NUM_NODES_IS_ONE, "num-nodes-missing", "cluster.num_nodes is not set", loc
+        )
         return
     n = r.num_nodes
     if n is None:
         raw = r.config.raw("cluster.num_nodes")
         yield error(
-            "0.1",
+            CheckId.NUM_NODES_IS_ONE,
             "num-nodes-invalid",
             f"effective cluster.num_nodes {raw!r} is not a node count",
             loc,
@@ -29,16 +32,21 @@ def effective_num_nodes(ctx: Context) -> Iterator[Finding]:
     elif n != 1:
         via = r.config.applied.get("cluster.num_nodes")
         origin = f" (set by {via.text!r} in the {via.source})" if via else ""
-        yield error("0.1", "num-nodes-not-1", f"effective cluster.num_nodes is {n}{origin}", loc)
+        yield error(
+            CheckId.NUM_NODES_IS_ONE,
+            "num-nodes-not-1",
+            f"effective cluster.num_nodes is {n}{origin}",
+            loc,
+        )
 
 
-@check("0.2", needs=("job",))
+@check(CheckId.ONE_NODE_PROVIDES_ALL, needs=("job",))
 def one_node_provides_all(ctx: Context) -> Iterator[Finding]:
     job = ctx.the_job
     clusters = {r.cluster for r in job.roles if r.cluster}
     if len(clusters) > 1:
         yield error(
-            "0.2",
+            CheckId.ONE_NODE_PROVIDES_ALL,
             "several-clusters",
             f"roles target {len(clusters)} clusters: {', '.join(sorted(clusters))}",
             job.loc("spec", "roles"),
@@ -46,7 +54,7 @@ def one_node_provides_all(ctx: Context) -> Iterator[Finding]:
     workers = sum(r.replicas for r in job.roles if is_count(r.replicas))
     if workers > 1:
         yield error(
-            "0.2",
+            CheckId.ONE_NODE_PROVIDES_ALL,
             "several-workers",
             f"the job creates {workers} Workers; one node means one Worker",
             job.loc("spec", "roles"),
@@ -56,7 +64,7 @@ def one_node_provides_all(ctx: Context) -> Iterator[Finding]:
             need = {"hostPath": m.host_path, "objectStorage": m.bucket, "pvc": m.claim_name}
             if m.type not in need:
                 yield error(
-                    "0.2",
+                    CheckId.ONE_NODE_PROVIDES_ALL,
                     "mount-type-unknown",
                     f"mount {m.name}: type {m.type!r} is not hostPath, objectStorage or pvc",
                     m.location,
@@ -64,34 +72,34 @@ def one_node_provides_all(ctx: Context) -> Iterator[Finding]:
             elif not need[m.type]:
                 what = {"hostPath": "hostPath", "objectStorage": "bucket", "pvc": "claimName"}
                 yield error(
-                    "0.2",
+                    CheckId.ONE_NODE_PROVIDES_ALL,
                     "mount-incomplete",
                     f"mount {m.name}: a {m.type} mount needs {what[m.type]}",
                     m.location,
                 )
 
 
-@check("0.3", needs=("job",))
+@check(CheckId.ONE_IMAGE_MOUNTS_ENV, needs=("job",))
 def one_image_one_env(ctx: Context) -> Iterator[Finding]:
     job = ctx.the_job
     if len(job.roles) > 1:
         images = {r.image for r in job.roles}
         what = f"{len(images)} images" if len(images) > 1 else "one image"
         yield error(
-            "0.3",
+            CheckId.ONE_IMAGE_MOUNTS_ENV,
             "several-roles",
             f"{len(job.roles)} roles with {what}; all components must share one Worker",
             job.loc("spec", "roles"),
         )
 
 
-@check("0.4", needs=("rlinf",))
+@check(CheckId.MULTI_NODE_REDIRECT, needs=("rlinf",))
 def redirect_to_multi_node(ctx: Context) -> Iterator[Finding]:
     reasons = redirect_reasons(ctx)
     if reasons:
         r = ctx.the_rlinf
         yield error(
-            "0.4",
+            CheckId.MULTI_NODE_REDIRECT,
             "redirect-multi-node",
             "use 规划多节点和异构 Worker, not this page: " + ", ".join(reasons),
             r.location("cluster"),
@@ -121,7 +129,7 @@ def redirect_reasons(ctx: Context) -> list[str]:
     return reasons
 
 
-@check("0.5", needs=("rlinf",))
+@check(CheckId.REAL_ROBOT_SAFETY, needs=("rlinf",))
 def real_robot_safety(ctx: Context) -> Iterator[Finding]:
     r = ctx.the_rlinf
     if not r.cluster.real_robot:
@@ -130,14 +138,14 @@ def real_robot_safety(ctx: Context) -> Iterator[Finding]:
     loc = r.location("cluster.node_groups")
     if ctx.real_robot_confirmed:
         yield info(
-            "0.5",
+            CheckId.REAL_ROBOT_SAFETY,
             "real-robot-confirmed",
             f"real-robot job ({groups} declares hardware); safety confirmed in the profile",
             loc,
         )
     else:
         yield error(
-            "0.5",
+            CheckId.REAL_ROBOT_SAFETY,
             "real-robot-unconfirmed",
             f"real-robot job ({groups} declares hardware): blocked until the devices "
             "and on-site safety are confirmed (profile safety.realRobotConfirmed)",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from rlark_acceptance.model.doc_checks import CheckId
 from rlark_acceptance.model.findings import Finding, Location, error, info, warning
 from rlark_acceptance.model.job import mount_for
 from rlark_acceptance.preflight.checks.base import (
@@ -31,16 +32,19 @@ def label_value_ok(value: str) -> bool:
     return value == "" or bool(_LABEL_NAME.match(value))
 
 
-@check("3.1", needs=("worker",))
+@check(CheckId.TARGET_CLUSTER, needs=("worker",))
 def target_cluster(ctx: Context) -> Iterator[Finding]:
     role = ctx.worker
     if not role.cluster:
         yield error(
-            "3.1", "cluster-missing", "the worker role names no target cluster", role.loc("cluster")
+            CheckId.TARGET_CLUSTER,
+            "cluster-missing",
+            "the worker role names no target cluster",
+            role.loc("cluster"),
         )
     elif ctx.clusters is not None and role.cluster not in ctx.clusters:
         yield error(
-            "3.1",
+            CheckId.TARGET_CLUSTER,
             "cluster-unknown",
             f"cluster {role.cluster!r} is not one this environment provides "
             f"({', '.join(ctx.clusters) or 'none'})",
@@ -48,25 +52,30 @@ def target_cluster(ctx: Context) -> Iterator[Finding]:
         )
 
 
-@check("3.2", needs=("worker",))
+@check(CheckId.ONE_NODE_SELECTED, needs=("worker",))
 def node_selection(ctx: Context) -> Iterator[Finding]:
     role = ctx.worker
     sel = role.node_selector
     loc = role.loc("nodeSelector")
     if sel is not None and not isinstance(sel, dict):
-        yield error("3.2", "selector-shape", "nodeSelector must be a map of label: value", loc)
+        yield error(
+            CheckId.ONE_NODE_SELECTED,
+            "selector-shape",
+            "nodeSelector must be a map of label: value",
+            loc,
+        )
         return
     for k, v in (sel or {}).items():
         if not label_key_ok(str(k)):
             yield error(
-                "3.2",
+                CheckId.ONE_NODE_SELECTED,
                 "selector-key",
                 f"nodeSelector key {k!r} is not a label key",
                 role.loc("nodeSelector", k),
             )
         if not isinstance(v, str) or not label_value_ok(v):
             yield error(
-                "3.2",
+                CheckId.ONE_NODE_SELECTED,
                 "selector-value",
                 f"nodeSelector {k}: {v!r} is not a label value",
                 role.loc("nodeSelector", k),
@@ -74,7 +83,7 @@ def node_selection(ctx: Context) -> Iterator[Finding]:
     if ctx.nodes is None:
         if not sel:
             yield warning(
-                "3.2",
+                CheckId.ONE_NODE_SELECTED,
                 "selector-empty",
                 "no node selection: nothing keeps the Worker to one expected node",
                 loc,
@@ -89,7 +98,7 @@ def node_selection(ctx: Context) -> Iterator[Finding]:
             else "the Worker cannot be scheduled"
         )
         yield error(
-            "3.2",
+            CheckId.ONE_NODE_SELECTED,
             "selector-not-one-node",
             f"the node selection hits {len(matched)} ready, schedulable nodes ({names}); {why}",
             loc,
@@ -135,26 +144,26 @@ def gpu_findings(
         )
 
 
-@check("3.3", needs=("worker", "rlinf"))
+@check(CheckId.GPUS_FIT, needs=("worker", "rlinf"))
 def worker_gpus(ctx: Context) -> Iterator[Finding]:
     role = ctx.worker
-    yield from gpu_findings("3.3", ctx, role.gpus, role.loc("gpus"))
+    yield from gpu_findings(CheckId.GPUS_FIT, ctx, role.gpus, role.loc("gpus"))
 
 
-@check("3.4", needs=("worker",))
+@check(CheckId.IMAGE_PULLABLE, needs=("worker",))
 def worker_image(ctx: Context) -> Iterator[Finding]:
     role = ctx.worker
-    yield from image_findings("3.4", role.image, role.loc("image"), ctx.redactor)
+    yield from image_findings(CheckId.IMAGE_PULLABLE, role.image, role.loc("image"), ctx.redactor)
 
 
-@check("3.5", needs=("worker",))
+@check(CheckId.PREPARE_SCRIPT, needs=("worker",))
 def prepare_script(ctx: Context) -> Iterator[Finding]:
     job, role = ctx.the_job, ctx.worker
     prepared = ctx.run_info.prepare_command if ctx.run_info else None
     script = role.prepare_script or ""
     if prepared and prepared.strip() and _squash(prepared) not in _squash(script):
         yield error(
-            "3.5",
+            CheckId.PREPARE_SCRIPT,
             "prepare-missing",
             "the preparation command is not in the prepare script; RLark replaces the "
             "image ENTRYPOINT, so nothing else runs it",
@@ -163,14 +172,14 @@ def prepare_script(ctx: Context) -> Iterator[Finding]:
     run = job.run_script or ""
     if _ACTIVATION.search(run) and not _ACTIVATION.search(script):
         yield info(
-            "3.5",
+            CheckId.PREPARE_SCRIPT,
             "activation-in-run-script",
             "the run script activates an environment; the page puts that in the prepare script",
             job.loc("spec", "runScript"),
         )
     if re.search(r"\bENTRYPOINT\b|docker-entrypoint", script + run):
         yield warning(
-            "3.5",
+            CheckId.PREPARE_SCRIPT,
             "entrypoint-reliance",
             "the scripts refer to the image ENTRYPOINT, which RLark does not run",
             role.loc("prepareScript"),
@@ -181,19 +190,19 @@ def _squash(text: str) -> str:
     return " ".join(text.split())
 
 
-@check("3.6", needs=("worker",))
+@check(CheckId.ENV_NOT_SENSITIVE, needs=("worker",))
 def env_not_sensitive(ctx: Context) -> Iterator[Finding]:
     for var in ctx.worker.env:
         for hit in ctx.redactor.scan_value(var.name, var.value or ""):
             yield error(
-                "3.6",
+                CheckId.ENV_NOT_SENSITIVE,
                 f"secret-{hit.kind}",
                 f"environment variable {var.name}: {hit.description}",
                 var.location,
             )
 
 
-@check("3.7", needs=("worker", "rlinf"))
+@check(CheckId.PATHS_UNDER_MOUNTS, needs=("worker", "rlinf"))
 def outputs_under_mounts(ctx: Context) -> Iterator[Finding]:
     r = ctx.the_rlinf
     mounts = ctx.worker.mounts
@@ -214,7 +223,7 @@ def outputs_under_mounts(ctx: Context) -> Iterator[Finding]:
         if path is None:
             if isinstance(raw, str) and raw and "${" not in raw and not raw.startswith("/"):
                 yield error(
-                    "3.7",
+                    CheckId.PATHS_UNDER_MOUNTS,
                     "output-relative",
                     f"the {what} comes from relative {raw!r} and the run command sets "
                     "no working directory (cd), so where it lands is unknown",
@@ -222,7 +231,7 @@ def outputs_under_mounts(ctx: Context) -> Iterator[Finding]:
                 )
             else:
                 yield error(
-                    "3.7",
+                    CheckId.PATHS_UNDER_MOUNTS,
                     "output-unknown",
                     f"where RLinf writes its {what} cannot be determined ({origin})",
                     loc,
@@ -231,7 +240,7 @@ def outputs_under_mounts(ctx: Context) -> Iterator[Finding]:
         m = mount_for(path, mounts)
         if m is None:
             yield error(
-                "3.7",
+                CheckId.PATHS_UNDER_MOUNTS,
                 "output-outside-mounts",
                 f"RLinf writes its {what} to {path} ({origin}), outside every mount: "
                 "it is lost when the Pod is rebuilt",
@@ -239,7 +248,7 @@ def outputs_under_mounts(ctx: Context) -> Iterator[Finding]:
             )
         elif m.read_only:
             yield error(
-                "3.7",
+                CheckId.PATHS_UNDER_MOUNTS,
                 "output-read-only",
                 f"the {what} {path} lies in read-only mount {m.name}",
                 m.location,
@@ -249,7 +258,7 @@ def outputs_under_mounts(ctx: Context) -> Iterator[Finding]:
             p = ctx.run_info.paths.get(kind)
             if isinstance(p, str) and p.startswith("/") and mount_for(p, mounts) is None:
                 yield error(
-                    "3.7",
+                    CheckId.PATHS_UNDER_MOUNTS,
                     "input-outside-mounts",
                     f"the {kind} path {p} is under no mount's container path",
                     ctx.ri_loc("paths", kind),

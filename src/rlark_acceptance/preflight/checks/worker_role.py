@@ -5,22 +5,23 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from rlark_acceptance.model.doc_checks import CheckId
 from rlark_acceptance.model.findings import Finding, error
 from rlark_acceptance.preflight.checks.base import Context, check
 
 DNS1123_LABEL = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
 
 
-@check("2.1", needs=("job",))
+@check(CheckId.TASK_NAME, needs=("job",))
 def task_name(ctx: Context) -> Iterator[Finding]:
     job = ctx.the_job
     name = job.name
     loc = job.loc("metadata", "name")
     if not isinstance(name, str) or not name:
-        yield error("2.1", "name-missing", "the task has no name (metadata.name)", loc)
+        yield error(CheckId.TASK_NAME, "name-missing", "the task has no name (metadata.name)", loc)
     elif not DNS1123_LABEL.match(name):
         yield error(
-            "2.1",
+            CheckId.TASK_NAME,
             "name-format",
             f"task name {name!r} is not a DNS-1123 label: lowercase letters, digits "
             "and '-', starting and ending with a letter or digit, at most 63",
@@ -28,25 +29,25 @@ def task_name(ctx: Context) -> Iterator[Finding]:
         )
 
 
-@check("2.2", needs=("job",))
+@check(CheckId.TASK_TYPE_CUSTOM, needs=("job",))
 def task_type_custom(ctx: Context) -> Iterator[Finding]:
     job = ctx.the_job
     if job.task_type != "custom":
         yield error(
-            "2.2",
+            CheckId.TASK_TYPE_CUSTOM,
             "task-type",
             f"taskType is {job.task_type!r}, expected custom (自定义任务)",
             job.loc("spec", "taskType"),
         )
 
 
-@check("2.3", needs=("job",))
+@check(CheckId.ONE_ROLE_NAMED_WORKER, needs=("job",))
 def one_role_named_worker(ctx: Context) -> Iterator[Finding]:
     job = ctx.the_job
     names = [r.name for r in job.roles]
     if len(job.roles) != 1:
         yield error(
-            "2.3",
+            CheckId.ONE_ROLE_NAMED_WORKER,
             "role-count",
             f"{len(job.roles)} roles ({', '.join(map(str, names)) or 'none'}); "
             "expected exactly one, named worker",
@@ -54,25 +55,28 @@ def one_role_named_worker(ctx: Context) -> Iterator[Finding]:
         )
     elif names[0] != "worker":
         yield error(
-            "2.3",
+            CheckId.ONE_ROLE_NAMED_WORKER,
             "role-name",
             f"the role is named {names[0]!r}, expected worker",
             job.roles[0].loc("name"),
         )
 
 
-@check("2.4", needs=("job",))
+@check(CheckId.WORKER_IS_HEADER, needs=("job",))
 def worker_is_header(ctx: Context) -> Iterator[Finding]:
     job = ctx.the_job
     worker = job.worker
     if worker is None:
         yield error(
-            "2.4", "header-missing", "no worker role to be the Header", job.loc("spec", "roles")
+            CheckId.WORKER_IS_HEADER,
+            "header-missing",
+            "no worker role to be the Header",
+            job.loc("spec", "roles"),
         )
         return
     if not worker.header:
         yield error(
-            "2.4",
+            CheckId.WORKER_IS_HEADER,
             "worker-not-header",
             f"role {worker.name!r} is not marked header: true",
             worker.loc("header"),
@@ -80,7 +84,7 @@ def worker_is_header(ctx: Context) -> Iterator[Finding]:
     others = [r.name for r in job.roles if r.header and r is not worker]
     if others:
         yield error(
-            "2.4",
+            CheckId.WORKER_IS_HEADER,
             "other-header",
             f"other roles are marked Header too: {others}",
             job.loc("spec", "roles"),

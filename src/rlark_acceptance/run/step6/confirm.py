@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from rlark_acceptance.adapters.base import LOG_LOST, Adapter, Event, PodStatus
+from rlark_acceptance.model.doc_checks import CheckId
 from rlark_acceptance.model.job import Job
 from rlark_acceptance.run.step6.engine import Engine, PhaseFailed, Progress
 from rlark_acceptance.run.step6.first_signal import FirstSignal
@@ -201,7 +202,7 @@ def _log_lost(rec: RunRecord, lost: list[Event]) -> None:
             f"rotated lines of the Worker's log away before they were read ({LOG_LOST}, "
             "see the record's warnings)"
         )
-        for check in ("1.1", "1.2"):
+        for check in (CheckId.LOADED_NUM_NODES_IS_ONE, CheckId.VALIDATED_CONFIG_KEPT):
             rec.phases.setdefault(check, PhaseResult(check, "skipped", why))
 
 

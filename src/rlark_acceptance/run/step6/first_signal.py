@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable
 from typing import ClassVar
 
+from rlark_acceptance.model.doc_checks import CheckId
 from rlark_acceptance.model.timeouts import Bound
 from rlark_acceptance.run.step6.log import is_script_output
 from rlark_acceptance.run.step6.observed import Observed
@@ -43,7 +44,7 @@ def progress_hint(log: Iterable[str]) -> str:
 
 
 class FirstSignal(Phase):
-    check: ClassVar[str] = "6.4"
+    check: ClassVar[str] = CheckId.PROGRESS_LOGGED
     bound: ClassVar[Bound | None] = Bound.FIRST_SIGNAL
 
     def verdict(self, seen: Observed) -> Decision:

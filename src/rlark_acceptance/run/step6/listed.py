@@ -9,12 +9,13 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rlark_acceptance.adapters.base import TargetUnreachable
+from rlark_acceptance.model.doc_checks import CheckId
 from rlark_acceptance.run.step6.observed import Observed, unreachable_text
 from rlark_acceptance.run.step6.phase import Decision, Failed, ListJobs, Passed, Phase, Submit
 
 
 class Listed(Phase):
-    check: ClassVar[str] = "6.1"
+    check: ClassVar[str] = CheckId.JOB_LISTED
 
     def __init__(self, manifest: str) -> None:
         self.manifest = manifest

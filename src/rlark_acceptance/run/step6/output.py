@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rlark_acceptance.adapters.base import TargetUnreachable
+from rlark_acceptance.model.doc_checks import CheckId
 from rlark_acceptance.model.timeouts import Bound
 from rlark_acceptance.run.step6.location import Location, Unlocated
 from rlark_acceptance.run.step6.observed import Observed, pod_over, unreachable_text
@@ -37,7 +38,7 @@ def _intact(loc: Location, report: CheckpointReport) -> str:
 
 
 class Output(Phase):
-    check: ClassVar[str] = "6.5"
+    check: ClassVar[str] = CheckId.OUTPUT_PERSISTED
     bound: ClassVar[Bound | None] = Bound.OUTPUT
 
     def __init__(self, located: Location | Unlocated, *, delete_after: bool = True) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from rlark_acceptance.model.doc_checks import CheckId
 from rlark_acceptance.rlinf.fingerprint import differences, fingerprint
 from rlark_acceptance.run.step6.observed import Observed
 from rlark_acceptance.run.step6.phase import Decision, Failed, Passed, Phase
@@ -19,7 +20,7 @@ from rlark_acceptance.run.step6.phase import Decision, Failed, Passed, Phase
 class OneNode(Phase):
     """1.1: RLinf loaded one node."""
 
-    check: ClassVar[str] = "1.1"
+    check: ClassVar[str] = CheckId.LOADED_NUM_NODES_IS_ONE
 
     def verdict(self, seen: Observed) -> Decision:
         cfg = seen.log.config
@@ -36,7 +37,7 @@ class OneNode(Phase):
 class AsValidated(Phase):
     """1.2: the settings RLinf runs with are the validated ones."""
 
-    check: ClassVar[str] = "1.2"
+    check: ClassVar[str] = CheckId.VALIDATED_CONFIG_KEPT
 
     def __init__(self, validated: dict[str, Any]) -> None:
         self.validated = fingerprint(validated)

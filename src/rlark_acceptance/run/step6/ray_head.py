@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from rlark_acceptance.model.doc_checks import CheckId
 from rlark_acceptance.model.timeouts import Bound
 from rlark_acceptance.run.step6.observed import Observed
 from rlark_acceptance.run.step6.phase import CONTAINER_START_FAILURES, Decision, Passed, Phase
 
 
 class RayHead(Phase):
-    check: ClassVar[str] = "6.3"
+    check: ClassVar[str] = CheckId.RAY_HEAD_STARTED
     bound: ClassVar[Bound | None] = Bound.RAY_HEAD
 
     def verdict(self, seen: Observed) -> Decision:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from rlark_acceptance.adapters.base import Event, JobRef, PodStatus
+from rlark_acceptance.model.doc_checks import CheckId
 from rlark_acceptance.model.job import Job
 from rlark_acceptance.storage import CheckpointReport
 
@@ -20,8 +21,22 @@ Status = Literal["passed", "failed", "skipped"]
 
 # Step 6's checks in the order a reader troubleshoots them: the printed config (1.1, 1.2)
 # is read between the run script's start (6.3) and the first signal (6.4).
-ORDER = ("6.1", "6.2", "6.3", "1.1", "1.2", "6.4", "6.5")
-PHASES = ("6.1", "6.2", "6.3", "6.4", "6.5")
+ORDER = (
+    CheckId.JOB_LISTED,
+    CheckId.ONE_POD_ON_NODE,
+    CheckId.RAY_HEAD_STARTED,
+    CheckId.LOADED_NUM_NODES_IS_ONE,
+    CheckId.VALIDATED_CONFIG_KEPT,
+    CheckId.PROGRESS_LOGGED,
+    CheckId.OUTPUT_PERSISTED,
+)
+PHASES = (
+    CheckId.JOB_LISTED,
+    CheckId.ONE_POD_ON_NODE,
+    CheckId.RAY_HEAD_STARTED,
+    CheckId.PROGRESS_LOGGED,
+    CheckId.OUTPUT_PERSISTED,
+)
 
 
 @dataclass
@@ -111,7 +126,7 @@ class RunRecord:
     @property
     def signal_lag(self) -> float | None:
         """Seconds from the first signal line's arrival to 6.4 passing."""
-        return self.lags.get("6.4")
+        return self.lags.get(CheckId.PROGRESS_LOGGED)
 
     def status(self, check: str) -> Status:
         return self.phases[check].status if check in self.phases else "skipped"

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rlark_acceptance.adapters.base import FATAL_REASONS
+from rlark_acceptance.model.doc_checks import CheckId
 from rlark_acceptance.model.timeouts import Bound
 from rlark_acceptance.run.step6.observed import Observed
 from rlark_acceptance.run.step6.phase import (
@@ -26,7 +27,7 @@ from rlark_acceptance.run.step6.phase import (
 
 
 class Scheduled(Phase):
-    check: ClassVar[str] = "6.2"
+    check: ClassVar[str] = CheckId.ONE_POD_ON_NODE
     bound: ClassVar[Bound | None] = Bound.SCHEDULED
 
     def __init__(self, expected_node: str | None) -> None:
