@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from rlark_acceptance.adapters.base import LeftoversRemoved
+from rlark_acceptance.adapters.base import LeftoversRemoved, LeftoversUnchecked
 from rlark_acceptance.run.step6.journal import (
     FORGET_AFTER_S,
     identity,
@@ -102,6 +102,23 @@ def test_the_next_run_removes_what_a_killed_run_wrote(
     assert removed == ["global_step_2.bin"]
     assert sorted(p.name for p in store.root.iterdir()) == ["earlier-run.bin"]
     assert not list(state.glob("*.json")), "the dead run's journal is gone with its objects"
+
+
+def test_a_store_that_refuses_the_removal_is_a_warning_and_the_next_run_tries_again(
+    state: Path, store: FileStore, start_run: Run
+) -> None:
+    killed(start_run("stuck.bin"))
+    stuck = store.root / "stuck.bin"
+    # Immutable: not even root may remove it, as a store whose policy denies deletes.
+    subprocess.run(["chattr", "+i", str(stuck)], check=True)
+    try:
+        with pytest.warns(LeftoversUnchecked, match=r"could not be removed: .*stuck\.bin"):
+            assert sweep_dead_runs(location(store)) == []
+        assert stuck.exists() and list(state.glob("*.json")), "its journal stays for later"
+    finally:
+        subprocess.run(["chattr", "-i", str(stuck)], check=True)
+    with pytest.warns(LeftoversRemoved, match="removed 1 object"):
+        assert sweep_dead_runs(location(store)) == ["stuck.bin"]
 
 
 def test_nothing_is_removed_while_a_live_run_writes_there(

@@ -256,16 +256,21 @@ class Observer:
         known = self.adapter._remember(self.ref)
         if inv.get("kind") == "Pod" and name not in known and name not in self.not_ours:
             # An Event can arrive before its Pod's watch event: ask the Pod itself.
+            ours: bool | None
             try:
                 pod = get_json(self.adapter.core.read_namespaced_pod, name, self.ref.namespace)
                 labels = (pod.get("metadata") or {}).get("labels") or {}
                 ours = labels.get(JOB_NAME_LABEL) == self.ref.name
-            except Exception:
-                ours = False
+            except ApiException as e:
+                ours = False if e.status == 404 else None  # gone: it cannot become ours
+            except (urllib3.exceptions.HTTPError, OSError):
+                ours = None
             if ours:
                 known = self.adapter._remember(self.ref, name)
-            else:
+            elif ours is False:
                 self.not_ours.add(name)
+            # Unknown (the API server did not answer): asked again at the Pod's next Event,
+            # never remembered as another Job's, whose Events would then be dropped for good.
         if self.adapter._involves(self.ref, ev, known):
             self.obs.put_event(event_of(ev))
 

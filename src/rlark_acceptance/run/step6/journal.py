@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-from rlark_acceptance.adapters.base import LeftoversRemoved
+from rlark_acceptance.adapters.base import LeftoversRemoved, LeftoversUnchecked
 from rlark_acceptance.run.step6.location import Location, Unlocated
 from rlark_acceptance.storage import ObjectNotFound, Removable, StoreError
 
@@ -179,8 +179,16 @@ def _remove_written(loc: Location, dead: list[tuple[Path, set[str]]]) -> list[st
         written = sorted(now - before)
         if written:
             loc.store.delete(written)
-    except StoreError:
-        return []  # the store is asked again by the next run; this one's verdict is its own
+    except StoreError as exc:
+        # This run's verdict is its own; the journals stay, so the next run tries again.
+        warnings.warn(
+            LeftoversUnchecked(
+                f"what a run that died without cleaning up wrote at {loc.where} could not be "
+                f"removed: {exc}; the next run tries again"
+            ),
+            stacklevel=3,
+        )
+        return []
     for path, _ in dead:
         with contextlib.suppress(OSError):
             path.unlink()
