@@ -2,6 +2,7 @@
 
 pytest_plugins = [
     "fixtures.acceptance",
+    "fixtures.incluster",
     "fixtures.interrupts",
     "fixtures.progress",
     "fixtures.release",

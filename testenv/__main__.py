@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true")
     sub.add_parser("env")
     p = sub.add_parser("image")
-    p.add_argument("which", choices=("rlinf",))
+    p.add_argument("which", choices=("rlinf", "harness"))
     args = parser.parse_args(argv)
 
     try:
@@ -118,10 +118,14 @@ def main(argv: list[str] | None = None) -> int:
         elif args.cmd == "build":
             build.ensure(tuple(r for t in _targets(args.which) for r in build.NEEDS[t]))
         elif args.cmd == "image":
-            from testenv import rlinf_image
+            from testenv import harness_image, rlinf_image
 
-            figures = rlinf_image.import_into_node()
-            build.say(f"{rlinf_image.RLINF_IMAGE} on the node: {json.dumps(figures)}")
+            which = harness_image if args.which == "harness" else rlinf_image
+            figures = which.import_into_node()
+            ref = (
+                harness_image.HARNESS_IMAGE if args.which == "harness" else rlinf_image.RLINF_IMAGE
+            )
+            build.say(f"{ref} on the node: {json.dumps(figures)}")
         elif args.cmd == "env":
             if not state.env_file().is_file():
                 build.say("no env file: run `testenv up` first")

@@ -27,6 +27,16 @@ from testenv.state import ClusterState, State
 
 CLUSTER_NAME = "rlark-testenv"
 NAMESPACE = "rlinf-acceptance"
+# The first address of the API server's default service-cluster-ip-range (10.0.0.0/24).
+KUBERNETES_SERVICE_IP = "10.0.0.1"
+# The S3 server as the cluster's Pods reach it: a Service without selector (its data plane
+# on the real node is testenv.forward), so Pods of the namespace get S3_SERVICE_HOST/_PORT.
+S3_SERVICE = {
+    "apiVersion": "v1",
+    "kind": "Service",
+    "metadata": {"name": "s3", "namespace": NAMESPACE},
+    "spec": {"type": "ClusterIP", "ports": [{"name": "http", "port": 80, "protocol": "TCP"}]},
+}
 
 # Simulated nodes. The two GPU nodes share the pool label, so one selector matches both;
 # each keeps its own kubernetes.io/hostname, so a hostname selector picks exactly one.
@@ -211,6 +221,9 @@ def _write_config(ports: dict[str, int]) -> None:
         "kubeAdmission": True,
         "cacheDir": str(workdir() / "cache"),
         "etcdQuotaBackendSize": "1Gi",
+        # The `kubernetes` Service's ClusterIP, as a real cluster's serving certificate
+        # names it: an in-cluster client (the runner Pod) verifies the API server by it.
+        "kubeApiserverCertSANs": [KUBERNETES_SERVICE_IP],
     }
     conf = {
         "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
@@ -307,7 +320,7 @@ def _node(name: str, gpu: bool) -> dict[str, Any]:
 def _apply_objects() -> None:
     nodes = [_node(n, True) for n in GPU_NODES] + [_node(n, False) for n in CPU_NODES]
     ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
-    items = {"apiVersion": "v1", "kind": "List", "items": [ns, *nodes]}
+    items = {"apiVersion": "v1", "kind": "List", "items": [ns, S3_SERVICE, *nodes]}
     kubectl("apply", "-f", "-", stdin=json.dumps(items))
 
 

@@ -268,6 +268,50 @@ def build_log(name: str) -> Path:
     return log
 
 
+def venv_wheels(
+    wheels: Path,
+    requirements: list[str],
+    venv: str,
+    log: Path,
+    constraints: list[str] | None = None,
+) -> None:
+    """The project's wheel (no dependencies) and ``requirements`` as binary wheels for
+    CPython 3.11 (the Debian release's Python) through pip's own cache, in ``wheels``, with
+    ``install.sh``: what installs them into ``venv`` from ``/tmp/wheels`` in the image."""
+    pip = [sys.executable, "-m", "pip", "wheel", "-q", "-w"]
+    _run([*pip, str(wheels / "project"), "--no-deps", str(REPO_ROOT)], log)
+    (wheels / "requirements.txt").write_text("\n".join(requirements) + "\n")
+    (wheels / "constraints.txt").write_text("\n".join(constraints or []) + "\n")
+    reqs = ["-r", str(wheels / "requirements.txt"), "-c", str(wheels / "constraints.txt")]
+    _run([*pip, str(wheels), *reqs], log)
+    pip_in = f"{venv}/bin/pip install -q --no-index --no-compile"
+    (wheels / "install.sh").write_text(
+        "set -e\n"
+        f"{pip_in} --find-links /tmp/wheels -r /tmp/wheels/requirements.txt\n"
+        f"{pip_in} --no-deps /tmp/wheels/project/*.whl\n"
+    )
+
+
+def import_into_node(make: Callable[[], Path], ref: str, timeout: float = 600) -> dict[str, float]:
+    """Build an image archive (if needed) and import it into this checkout's running node;
+    the phases' seconds and the archive's size."""
+    from testenv import node, state
+
+    # Before minutes of building: without a node there is nothing to import into.
+    if state.load().node is None:
+        raise RuntimeError("no real node in this checkout: run `testenv/testenv up` first")
+    t0 = time.monotonic()
+    path = make()
+    built = time.monotonic() - t0
+    t1 = time.monotonic()
+    node.import_image(path, ref, timeout=timeout)
+    return {
+        "build_s": round(built, 1),
+        "import_s": round(time.monotonic() - t1, 1),
+        "archive_mib": round(path.stat().st_size / 2**20, 1),
+    }
+
+
 def _build_worker(dest: Path) -> Path:
     log = build_log(dest.parent.name)
     work = cache_root() / f".tmp-{dest.parent.name}-{os.getpid()}"
@@ -277,19 +321,9 @@ def _build_worker(dest: Path) -> Path:
     build.say(f"building the Worker image {WORKER_IMAGE} (log: {log}) ...")
     started = time.monotonic()
     try:
-        pip = [sys.executable, "-m", "pip", "wheel", "-q", "-w"]
-        # The project itself (without its dependencies: only the smoke workload's) ...
-        _run([*pip, str(wheels / "project"), "--no-deps", str(REPO_ROOT)], log)
-        # ... and what it imports in the Worker, as binary wheels for CPython 3.11 (the
-        # Debian release's Python), through pip's own cache.
-        (wheels / "requirements.txt").write_text("\n".join(_requirements()) + "\n")
-        _run([*pip, str(wheels), "-r", str(wheels / "requirements.txt")], log)
-        pip_in = f"{VENV}/bin/pip install -q --no-index --no-compile"
-        (wheels / "install.sh").write_text(
-            "set -e\n"
-            f"{pip_in} --find-links /tmp/wheels -r /tmp/wheels/requirements.txt\n"
-            f"{pip_in} --no-deps /tmp/wheels/project/*.whl\n"
-        )
+        # The project itself (without its dependencies: only the smoke workload's) and
+        # what it imports in the Worker.
+        venv_wheels(wheels, _requirements(), VENV, log)
         rootfs = work / "rootfs.tar"
         debian_rootfs(
             rootfs,

@@ -61,6 +61,8 @@ POOL = "gpu-b"
 RLARK_CLUSTER = "rlark-testenv"
 GPUS = 8
 GPU_RESOURCE = "nvidia.com/gpu"
+# Where testenv's Services live (the cluster's namespace of the acceptance runs).
+SERVICE_NAMESPACE = "rlinf-acceptance"
 
 
 # --- lifecycle -------------------------------------------------------------------------
@@ -97,7 +99,9 @@ def _running(node: NodeState | None, kubectl: Any) -> bool:
         return False
     pids = node.pids
     bins = _bins()
-    if not all(proc.alive(pids.get(c, 0), bins.get(c)) for c in ("containerd", "kubelet")):
+    if not all(
+        proc.alive(pids.get(c, 0), bins.get(c)) for c in ("containerd", "kubelet", "services")
+    ):
         return False
     out = kubectl("get", "node", NODE_NAME, "-o", "json", check=False)
     try:
@@ -112,6 +116,7 @@ def _bins() -> dict[str, str]:
         "containerd": str(build.RECIPES["containerd"].bin("containerd")),
         "kubelet": str(build.RECIPES["kubelet"].bin("kubelet")),
         "forward": os.path.realpath(sys.executable),
+        "services": os.path.realpath(sys.executable),
     }
 
 
@@ -149,20 +154,31 @@ def up(state: State, apiserver_port: int, kubeconfig: Path, ca: Path, kubectl: A
     bins = _bins()
     logs = state_root() / "logs"
     fwd_port = proc.free_port()
+    # Host end: the API server and, when it runs, the S3 server (each its own port).
+    upstream = {"kubernetes": fwd_port}
+    routes = [node.host_ip, str(fwd_port), "127.0.0.1", str(apiserver_port)]
+    services = _services(kubectl)
+    s3 = state.s3
+    if s3 is not None and "s3" in services:
+        upstream["s3"] = proc.free_port()
+        routes += [node.host_ip, str(upstream["s3"]), "127.0.0.1", str(s3.port)]
+    forward = [sys.executable, "-m", "testenv.forward"]
+    repo = Path(__file__).resolve().parent.parent
+    # Its state dir in its environment: what `down` finds it by if the record is lost.
+    env_of_state = {**os.environ, "RLARK_TESTENV_STATE": str(state_root())}
     node.pids["forward"] = proc.spawn(
-        [
-            sys.executable,
-            "-m",
-            "testenv.forward",
-            node.host_ip,
-            str(fwd_port),
-            "127.0.0.1",
-            str(apiserver_port),
-        ],
-        logs / "node-forward.log",
-        # Its state dir in its environment: what `down` finds it by if the record is lost.
-        {**os.environ, "RLARK_TESTENV_STATE": str(state_root())},
-        Path(__file__).resolve().parent.parent,
+        [*forward, *routes], logs / "node-forward.log", env_of_state, repo
+    )
+    # The cluster's Service network inside the node's namespace: each ClusterIP an address
+    # of the namespace, relayed to the host end (see testenv.forward).
+    service_routes = []
+    for name, (ip, port) in services.items():
+        if name in upstream:
+            sh(*in_netns("ip", "addr", "replace", f"{ip}/32", "dev", "lo"))
+            service_routes += [ip, str(port), node.host_ip, str(upstream[name])]
+    node.services = {n: f"{ip}:{port}" for n, (ip, port) in services.items() if n in upstream}
+    node.pids["services"] = proc.spawn(
+        in_netns(*forward, *service_routes), logs / "node-services.log", env_of_state, repo
     )
     env = {
         # containerd finds its shim next to itself; without /usr/sbin the kubelet finds no
@@ -216,6 +232,20 @@ def up(state: State, apiserver_port: int, kubeconfig: Path, ca: Path, kubectl: A
     _wait(lambda: healthy(node, kubectl), 120, f"node {NODE_NAME} Ready")
 
 
+def _services(kubectl: Any) -> dict[str, tuple[str, int]]:
+    """The Services a Pod of the node reaches by ClusterIP: ``kubernetes`` (the API server)
+    and testenv's ``s3`` (the S3 server) when it exists; name -> (ClusterIP, port)."""
+    out: dict[str, tuple[str, int]] = {}
+    for name, ns in (("kubernetes", "default"), ("s3", SERVICE_NAMESPACE)):
+        raw = kubectl("get", "service", name, "-n", ns, "-o", "json", check=False)
+        try:
+            spec = json.loads(raw)["spec"]
+            out[name] = (str(spec["clusterIP"]), int(spec["ports"][0]["port"]))
+        except (ValueError, KeyError, IndexError, TypeError):
+            continue
+    return out
+
+
 def start_kubelet(node: NodeState) -> int:
     """Start the node's kubelet (again, after it was killed: its state dir is kept)."""
     logs = state_root() / "logs"
@@ -267,8 +297,9 @@ def down(state: State) -> list[str]:
         proc.stop(pids["containerd"], bins["containerd"], timeout=10)
     for pid in _our_shims():
         proc.stop(pid, None, timeout=5)
-    if pids.get("forward"):
-        proc.stop(pids["forward"], bins["forward"], timeout=5)
+    for relay in ("forward", "services"):
+        if pids.get(relay):
+            proc.stop(pids[relay], bins["forward"], timeout=5)
     left = cgroups_down()
     # The kubelet bind-mounts its root dir onto itself and mounts volumes under it.
     d = str(node_dir())
@@ -325,6 +356,7 @@ def status(state: State) -> dict[str, Any]:
         "name": NODE_NAME,
         "netns": node.netns,
         "node_ip": node.node_ip,
+        "services": node.services,
         "images": [image.WORKER_IMAGE, image.PAUSE_IMAGE],
         "components": comps,
     }

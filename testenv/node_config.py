@@ -8,7 +8,15 @@ import os
 from pathlib import Path
 
 from testenv import image
-from testenv.node_host import cgroup_root, node_dir, sock
+from testenv.node_host import (
+    POD_BRIDGE,
+    POD_GATEWAY,
+    POD_SUBNET,
+    SERVICE_SUBNET,
+    cgroup_root,
+    node_dir,
+    sock,
+)
 from testenv.state import NodeState
 
 KUBELET_PORT = 10250
@@ -16,8 +24,6 @@ KUBELET_PORT = 10250
 # so a missing image fails the way a registry that cannot be reached does (ErrImagePull).
 CLOSED_REGISTRY = "http://127.0.0.1:9"
 RUNC = "/usr/sbin/runc"
-# The Pods' addresses: they exist only inside the node's network namespace.
-POD_SUBNET = "10.255.0.0/24"
 CNI_BIN = "/usr/lib/cni"
 
 
@@ -29,15 +35,19 @@ def write_configs(node: NodeState, ca: Path) -> dict[str, Path]:
     # Each Pod gets a network namespace of its own (its Ray head binds to its loopback and
     # cannot collide with another Pod's) and an address on a bridge inside the node's
     # namespace, which has no route anywhere but the veth pair: no forwarding, no NAT, no
-    # firewall rule; the address bookkeeping stays in the state dir.
+    # firewall rule; the address bookkeeping stays in the state dir. The one route a Pod
+    # gets is to the Service addresses (node_host.net_up gives the bridge its address, and
+    # they are the node namespace's own): never a default route, and the plugin's
+    # isGateway stays off since it would turn forwarding on.
     plugin = {
         "type": "bridge",
-        "bridge": "cni0",
+        "bridge": POD_BRIDGE,
         "isGateway": False,
         "ipMasq": False,
         "ipam": {
             "type": "host-local",
-            "ranges": [[{"subnet": POD_SUBNET}]],
+            "ranges": [[{"subnet": POD_SUBNET, "gateway": POD_GATEWAY}]],
+            "routes": [{"dst": SERVICE_SUBNET}],
             "dataDir": str(d / "cni" / "ipam"),
         },
     }

@@ -32,6 +32,12 @@ SYSCTLS = (
     "kernel/keys/root_maxbytes",
 )
 CGROUP_FS = Path("/sys/fs/cgroup")
+# The Pods' addresses: they exist only inside the node's network namespace.
+POD_SUBNET = "10.255.0.0/24"
+POD_BRIDGE = "cni0"
+POD_GATEWAY = "10.255.0.1"
+# The API server's default service-cluster-ip-range: where the ClusterIPs are.
+SERVICE_SUBNET = "10.0.0.0/24"
 
 
 def ident() -> str:
@@ -99,6 +105,15 @@ def net_up(node: NodeState) -> None:
     sh(*in_netns("ip", "addr", "replace", f"{node.node_ip}/30", "dev", node_if))
     sh(*in_netns("ip", "link", "set", node_if, "up"))
     sh(*in_netns("ip", "link", "set", "lo", "up"))
+    # The Pods' bridge, made here with its address so it is the Pods' way to the Service
+    # addresses; the CNI plugin adopts it. Forwarding stays off: nothing a Pod sends goes
+    # past the node's namespace.
+    if sh(*in_netns("ip", "link", "show", POD_BRIDGE), check=False) == "":
+        sh(*in_netns("ip", "link", "add", POD_BRIDGE, "type", "bridge"))
+    prefix = POD_SUBNET.split("/")[1]
+    sh(*in_netns("ip", "addr", "replace", f"{POD_GATEWAY}/{prefix}", "dev", POD_BRIDGE))
+    sh(*in_netns("ip", "link", "set", POD_BRIDGE, "up"))
+    sh(*in_netns("sysctl", "-qw", "net.ipv4.ip_forward=0"))
 
 
 # --- cgroups and sysctls -------------------------------------------------------------

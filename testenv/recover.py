@@ -64,7 +64,8 @@ def recover(found: list[Process] | None = None) -> State:
         elif exe in ("containerd", "kubelet") and names_root:
             node.pids[exe] = p.pid
         elif module == "testenv.forward" and p.state == root:
-            node.pids["forward"] = p.pid
+            # Two relays: the host's to the API server, the Service network's in the node.
+            node.pids["services" if "forward" in node.pids else "forward"] = p.pid
         elif module == "testenv.rlark_platform" and p.state == root:
             st.platform = PlatformState(p.pid)
     if node.pids:

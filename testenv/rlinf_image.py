@@ -129,18 +129,6 @@ def _build(env: Path, dest: Path) -> Path:
 
 def import_into_node() -> dict[str, float]:
     """Build (if needed) and import into this checkout's running node; the phases' seconds."""
-    from testenv import node, state
-
-    # Before minutes of building: without a node there is nothing to import into.
-    if state.load().node is None:
-        raise RuntimeError("no real node in this checkout: run `testenv/testenv up` first")
-    t0 = time.monotonic()
-    path = archive()
-    built = time.monotonic() - t0
-    t1 = time.monotonic()
-    node.import_image(path, RLINF_IMAGE, timeout=3600)
-    return {
-        "build_s": round(built, 1),
-        "import_s": round(time.monotonic() - t1, 1),
-        "archive_gib": round(path.stat().st_size / 2**30, 2),
-    }
+    figures = image.import_into_node(archive, RLINF_IMAGE, timeout=3600)
+    figures["archive_gib"] = round(figures.pop("archive_mib") / 1024, 2)
+    return figures

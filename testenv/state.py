@@ -64,6 +64,8 @@ class NodeState:
     worker_key: str | None = None
     kubelet_argv: list[str] = field(default_factory=list)
     kubelet_env: dict[str, str] = field(default_factory=dict, repr=False)
+    # The cluster Services a Pod of the node reaches by ClusterIP: name -> "ip:port".
+    services: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

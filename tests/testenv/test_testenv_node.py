@@ -105,6 +105,34 @@ def test_a_real_container_runs_logs_and_exits_with_its_code(
     assert resp.data.decode().startswith("ray 2.")  # through the API server from the kubelet
 
 
+def test_a_pod_reaches_the_services_and_nothing_else(kube_env: KubeEnv, pods: list[str]) -> None:
+    """The ``kubernetes`` and ``s3`` Services by their ClusterIPs (the variables the kubelet
+    sets), the API server's TLS verified by its ClusterIP; any other address has no route."""
+    script = (
+        "import os, socket, ssl, sys\n"
+        "h, p = os.environ['KUBERNETES_SERVICE_HOST'], int(os.environ['KUBERNETES_SERVICE_PORT'])\n"
+        "ca = '/var/run/secrets/kubernetes.io/serviceaccount/ca.crt'\n"
+        "ctx = ssl.create_default_context(cafile=ca)\n"
+        "with ctx.wrap_socket(socket.create_connection((h, p), 5), server_hostname=h) as s:\n"
+        "    print('api', s.version(), flush=True)\n"
+        "socket.create_connection((os.environ['S3_SERVICE_HOST'], 80), 5).close()\n"
+        "print('s3 ok', flush=True)\n"
+        "try:\n"
+        "    socket.create_connection(('192.0.2.1', 80), 5)\n"
+        "except OSError as e:\n"
+        "    print('elsewhere', e.errno, flush=True)\n"
+    )
+    name = real_pod(kube_env, pods, ["python", "-c", script], automountServiceAccountToken=True)
+    pod = wait_for(
+        "the Pod to end",
+        lambda: (p := read(kube_env, name)).status.phase in ("Succeeded", "Failed") and p,
+    )
+    resp = kube_env.core().read_namespaced_pod_log(name, kube_env.namespace, _preload_content=False)
+    out = resp.data.decode()
+    assert pod.status.phase == "Succeeded", out
+    assert out.splitlines() == ["api TLSv1.3", "s3 ok", "elsewhere 101"], out  # ENETUNREACH
+
+
 def test_a_missing_image_is_a_real_pull_error(kube_env: KubeEnv, pods: list[str]) -> None:
     name = real_pod(kube_env, pods, ["true"], container={"image": "registry.rlark.test/none:1.0"})
 

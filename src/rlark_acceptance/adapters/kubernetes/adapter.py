@@ -298,6 +298,7 @@ class KubernetesAdapter:
         if not isinstance(body, dict):
             raise SubmitRejected("the Job YAML is not a mapping")
         owner.mark(body)  # so a later run can remove it if this one is killed outright
+        owner.own_by_runner(body)
         ns = self.namespace
         attempts = 0
 

@@ -61,3 +61,23 @@ def owner_is_gone(job: dict[str, Any]) -> bool:
     if host != socket.gethostname() or not pid.isdigit():
         return False  # another machine's run, or not ours to judge
     return _start_time(int(pid)) != started
+
+
+# Set by the in-cluster runner's Job (downward API): the runner Pod's name and uid.
+RUNNER_POD_ENV = "RLARK_ACCEPTANCE_RUNNER_POD"
+RUNNER_UID_ENV = "RLARK_ACCEPTANCE_RUNNER_UID"
+
+
+def own_by_runner(body: dict[str, Any]) -> None:
+    """Inside the in-cluster runner, the Job is owned by the runner's Pod: deleting the runner
+    Job removes what it submitted through the garbage collector, even when the runner was
+    killed before its own clean-up ran. Outside a runner, nothing changes."""
+    name, uid = os.environ.get(RUNNER_POD_ENV), os.environ.get(RUNNER_UID_ENV)
+    meta = body.get("metadata")
+    if not (name and uid) or not isinstance(meta, dict):
+        return
+    refs = meta.get("ownerReferences")
+    meta["ownerReferences"] = [
+        *(refs if isinstance(refs, list) else []),
+        {"apiVersion": "v1", "kind": "Pod", "name": name, "uid": uid},
+    ]

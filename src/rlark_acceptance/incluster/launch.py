@@ -1,0 +1,328 @@
+"""The command's side of an in-cluster run: the runner Job submitted to the profile's
+cluster, its log streamed here, its record fetched back into the reports directory.
+
+Every path ends with nothing of the run left on the cluster: the runner Job deleted (its
+ConfigMap is owned by it; what the runner submitted is removed by the runner's own SIGTERM
+clean-up, and owned by its Pod besides), the record's objects removed once fetched. SIGINT
+or SIGTERM here deletes the runner Job, waits until its Pod is gone (its clean-up done),
+then fetches the record the runner still wrote (``interrupted``) and exits 2, as the suite
+itself does. A runner that cannot start (a Secret it references is missing, an image the
+node cannot pull) is a usage error: one line with the kubelet's own reason, exit 2.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any, Protocol
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from rlark_acceptance.adapters.kubernetes.adapter import connect
+from rlark_acceptance.incluster import bundle as bundling
+from rlark_acceptance.incluster import manifests, record
+from rlark_acceptance.model.errors import InputError
+from rlark_acceptance.model.profile import load_profile
+
+# Reasons a container never starts; the kubelet's message says what is missing.
+NOT_STARTING = {
+    "CreateContainerConfigError",
+    "CreateContainerError",
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "InvalidImageName",
+    "ErrImageNeverPull",
+}
+POLL_S = 0.5
+# The runner's own record files: removed here before the fetched ones arrive.
+RECORD_PARTS = ("run-summary.json", "junit.xml", "allure-results")
+
+
+class Interrupted(Exception):
+    pass
+
+
+class Sink(Protocol):
+    """Where the runner's terminal output goes (a terminal, or a release's line reader)."""
+
+    def write(self, text: str, /) -> int: ...
+
+    def flush(self) -> None: ...
+
+
+@dataclass
+class Outcome:
+    """What the command learnt: the exit status, the runner's name, where its record is,
+    and the seconds of each part (the bench reads them)."""
+
+    status: int
+    name: str = ""
+    record: str = ""
+    fetched: bool = False
+    seconds: dict[str, float] | None = None
+
+
+class _Stop:
+    """How a run is stopped: SIGINT / SIGTERM when it owns the process (no ``event``), else
+    the caller's event (a release running profiles in threads). Waits end at once when it
+    is set; the log being followed is closed under the reader, which then stops."""
+
+    def __init__(self, event: threading.Event | None) -> None:
+        self.event = event
+        self.resp: Any = None
+        self.why: str | None = None  # the signal (or "stopped") that interrupted the run
+
+    def sleep(self, seconds: float) -> None:
+        if self.event is None:
+            time.sleep(seconds)
+        elif self.event.wait(seconds):
+            raise Interrupted("stopped")
+
+    def check(self) -> None:
+        if self.event is not None and self.event.is_set():
+            self.why = self.why or "stopped"
+        if self.why:
+            raise Interrupted(self.why)
+
+    def _watch(self, done: threading.Event) -> None:
+        assert self.event is not None
+        while not done.is_set():
+            if self.event.wait(POLL_S):
+                resp = self.resp
+                if resp is not None:
+                    resp.close()
+                return
+
+
+@contextmanager
+def _interruptible(stop: _Stop) -> Iterator[None]:
+    if stop.event is not None:
+        done = threading.Event()
+        threading.Thread(target=stop._watch, args=(done,), daemon=True).start()
+        try:
+            yield
+        finally:
+            done.set()
+        return
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        # Raised inside a read of the log, the client may wrap it: the reader asks why.
+        stop.why = signal.Signals(signum).name
+        raise Interrupted(stop.why)
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def run(
+    profile_path: Path,
+    spec: manifests.RunnerSpec,
+    reports: Path,
+    out: Sink | None = None,
+    stop: threading.Event | None = None,
+) -> Outcome:
+    """The profile's acceptance by a runner Job; its record in ``reports``. With ``stop``
+    (another thread's), setting it interrupts the run as SIGINT does here. ``out``: the
+    terminal by default (``sys.stdout`` as it is when called)."""
+    out = out if out is not None else sys.stdout
+    say = _sayer(out)
+    try:
+        profile = load_profile(profile_path)
+        if profile.target.adapter != "kubernetes":
+            raise InputError(
+                str(profile.loc("target", "adapter")),
+                "--in-cluster runs a profile of the kubernetes adapter, "
+                f"not {profile.target.adapter!r}",
+            )
+        record.parse(spec.record)
+        pack = bundling.bundle(profile)
+        api, _, _ = connect(profile.target.kubeconfig, profile.target.context)
+    except InputError as e:
+        say(f"error: {e}")
+        return Outcome(2)
+    spec.namespace = profile.target.namespace
+    name = manifests.job_name(profile.name)
+    url = f"{spec.record.rstrip('/')}/{name}"
+    spec_for_job = manifests.RunnerSpec(**{**spec.__dict__, "record": url})
+    batch, core = client.BatchV1Api(api), client.CoreV1Api(api)
+    ns = spec.namespace
+    seconds: dict[str, float] = {}
+    t0 = time.monotonic()
+    outcome = Outcome(2, name, url, seconds=seconds)
+    submitted = False
+    stopper = _Stop(stop)
+    with _interruptible(stopper):
+        try:
+            job = batch.create_namespaced_job(
+                ns, manifests.job(name, profile.name, pack, spec_for_job)
+            )
+            submitted = True
+            cm = manifests.config_map(name, pack, spec)
+            cm["metadata"]["ownerReferences"] = manifests.owned_by(
+                {"apiVersion": "batch/v1", "kind": "Job", "metadata": job.to_dict()["metadata"]}
+            )
+            core.create_namespaced_config_map(ns, cm)
+            say(f"in-cluster: runner job {name} in namespace {ns}; record {url}")
+            pod, node, why = _wait_started(core, ns, name, stopper)
+            seconds["started"] = round(time.monotonic() - t0, 2)
+            if why:
+                say(f"error: runner pod {pod} cannot start: {why}")
+                return outcome
+            say(f"in-cluster: runner pod {pod} on node {node} ({seconds['started']:.1f}s)")
+            _follow(core, ns, pod, out, stopper)
+            code = _exit_code(core, ns, pod, stopper)
+            seconds["finished"] = round(time.monotonic() - t0, 2)
+            outcome.status = code if code is not None else 3
+        except Interrupted as e:
+            say(f"in-cluster: {e}: deleting runner job {name}; the runner removes its own Job")
+            outcome.status = 2
+            if submitted:
+                _delete(batch, core, ns, name, wait=True)
+                submitted = False
+        except ApiException as e:
+            say(f"error: the API server refused the runner: {e.status} {e.reason}: {_message(e)}")
+            return outcome
+        finally:
+            if submitted:
+                _delete(batch, core, ns, name, wait=False)
+    outcome.fetched = _fetch(url, reports, say, seconds)
+    if outcome.fetched:
+        _summary(reports, say)
+    elif outcome.status == 0:
+        outcome.status = 1  # a green runner whose record is not here is no acceptance
+    return outcome
+
+
+def _sayer(out: Sink) -> Any:
+    def say(line: str) -> None:
+        out.write(line + "\n")
+        out.flush()
+
+    return say
+
+
+def _message(e: ApiException) -> str:
+    try:
+        return str(json.loads(e.body or "{}").get("message") or "")
+    except ValueError:
+        return str(e.body or "")[:300]
+
+
+def _pods(core: client.CoreV1Api, ns: str, name: str) -> list[Any]:
+    return list(core.list_namespaced_pod(ns, label_selector=f"{manifests.LABEL}={name}").items)
+
+
+def _wait_started(
+    core: client.CoreV1Api, ns: str, name: str, stop: _Stop
+) -> tuple[str, str, str | None]:
+    """The runner Pod and its node once its container runs or ended; or why it never will."""
+    while True:
+        for pod in _pods(core, ns, name):
+            node = str(pod.spec.node_name)
+            for st in pod.status.container_statuses or []:
+                if st.state.running or st.state.terminated:
+                    return pod.metadata.name, node, None
+                waiting = st.state.waiting
+                if waiting and waiting.reason in NOT_STARTING:
+                    why = f"{waiting.reason}: {waiting.message or ''}".strip()
+                    return pod.metadata.name, node, why
+        stop.sleep(POLL_S)
+
+
+def _follow(core: client.CoreV1Api, ns: str, pod: str, out: Sink, stop: _Stop) -> None:
+    """The runner's log as it writes it (the suite's own terminal output), each piece as it
+    arrives (amt=None: a read never waits for more than the server sent)."""
+    resp = core.read_namespaced_pod_log(
+        pod, ns, container="runner", follow=True, _preload_content=False
+    )
+    stop.resp = resp
+    try:
+        for chunk in resp.stream(amt=None, decode_content=False):
+            out.write(chunk.decode(errors="replace"))
+            out.flush()
+    except Exception:
+        stop.check()  # closed under the reader because the run was stopped
+        raise
+    finally:
+        stop.resp = None
+        resp.release_conn()
+    stop.check()
+
+
+def _exit_code(core: client.CoreV1Api, ns: str, pod: str, stop: _Stop) -> int | None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        p = core.read_namespaced_pod(pod, ns)
+        for st in p.status.container_statuses or []:
+            if st.state.terminated:
+                return int(st.state.terminated.exit_code)
+        stop.sleep(POLL_S)
+    return None
+
+
+def _delete(
+    batch: client.BatchV1Api, core: client.CoreV1Api, ns: str, name: str, wait: bool
+) -> None:
+    """Delete the runner Job and its Pod (Background: the garbage collector removes the Pod,
+    whose SIGTERM runs the runner's clean-up); with ``wait``, until the Pod is gone."""
+    try:
+        batch.delete_namespaced_job(name, ns, propagation_policy="Background")
+    except ApiException as e:
+        if e.status != 404:
+            raise
+    if not wait:
+        return
+    deadline = time.monotonic() + manifests.GRACE_SECONDS + 30
+    while _pods(core, ns, name) and time.monotonic() < deadline:
+        time.sleep(POLL_S)
+
+
+def _fetch(url: str, reports: Path, say: Any, seconds: dict[str, float]) -> bool:
+    t0 = time.monotonic()
+    reports.mkdir(parents=True, exist_ok=True)
+    for part in RECORD_PARTS:
+        path = reports / part
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+    try:
+        complete = record.download(url, reports)
+    except Exception as e:
+        say(f"error: the runner's record could not be fetched from {url}: {type(e).__name__}: {e}")
+        return False
+    if not complete:
+        say(f"error: the runner's record at {url} is incomplete or missing")
+        return False
+    try:
+        record.remove(url)
+    except Exception as e:
+        say(f"warning: the fetched record stays at {url}: {type(e).__name__}: {e}")
+    seconds["fetch"] = round(time.monotonic() - t0, 2)
+    say(f"in-cluster: record fetched into {reports} ({seconds['fetch']:.1f}s)")
+    return True
+
+
+def _summary(reports: Path, say: Any) -> None:
+    try:
+        data = json.loads((reports / "run-summary.json").read_text())
+    except (OSError, ValueError):
+        say("error: the fetched record has no readable run-summary.json")
+        return
+    first = data.get("earliestFailure") or {}
+    tail = f", earliest failure {first.get('check')}" if first else ""
+    say(f"in-cluster: verdict {data.get('verdict')}{tail}")

@@ -1,0 +1,203 @@
+"""``pytest features/ --profile profiles/kubernetes.yaml --in-cluster`` on testenv's real node.
+
+The runner Job runs the harness image (``testenv image harness``) on ``gpu-node-09`` under
+the runner's ServiceAccount; it reaches the API server by in-cluster config (the
+``kubernetes`` Service) and the S3 server by the cluster's ``s3`` Service, with the S3
+credentials from a Secret of the namespace (the site's; made here, never in the ConfigMap).
+The command streams its log and fetches its record back; the record is read as a user
+reads it (run-summary.json, JUnit). Then: nothing of the run is left on the cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from junitparser import JUnitXml
+
+from fixtures.testenv import KubeEnv, S3Env
+from rlark_acceptance.incluster.manifests import LABEL
+from testenv import harness_image, state
+from tests.adapters.k8s_suite import CHECKOUT, Site
+from tests.run.suite_runs import STEP6_ONLY
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+SECRET = "site-object-store"
+RECORDS = "s3://rlinf-ckpt/acceptance-records"
+
+
+@pytest.fixture(scope="module")
+def runner_image(kube_env: KubeEnv, s3_env: S3Env) -> str:
+    harness_image.import_into_node()
+    return harness_image.HARNESS_IMAGE
+
+
+@pytest.fixture
+def site_secret(kube_env: KubeEnv, s3_env: S3Env) -> Iterator[str]:
+    """The object store's credentials as the site keeps them: a Secret of the namespace."""
+    core = kube_env.core()
+    body = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": SECRET},
+        "stringData": {
+            "AWS_ACCESS_KEY_ID": s3_env.access_key,
+            "AWS_SECRET_ACCESS_KEY": s3_env.secret_key,
+        },
+    }
+    core.create_namespaced_secret(kube_env.namespace, body)
+    try:
+        yield SECRET
+    finally:
+        core.delete_namespaced_secret(SECRET, kube_env.namespace)
+
+
+def command(tmp_path: Path, profile: Path, secret: str, *extra: str) -> tuple[list[str], Path]:
+    run = tmp_path / "checkout"
+    run.mkdir(exist_ok=True)
+    for name in CHECKOUT:
+        if not (run / name).exists():
+            (run / name).symlink_to(REPO / name)
+    reports = run / "reports"
+    argv = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "features/",
+        "--profile",
+        str(profile),
+        "--in-cluster",
+        "--record-store",
+        RECORDS,
+        "--runner-secret",
+        secret,
+        # The cluster's own way to the object store: its Service, by the variables the
+        # kubelet sets for it.
+        "--runner-env",
+        "AWS_ENDPOINT_URL=http://$(S3_SERVICE_HOST):$(S3_SERVICE_PORT)",
+        "--runner-env",
+        "AWS_DEFAULT_REGION=us-east-1",
+        "--runner-node-selector",
+        "kubernetes.io/hostname=gpu-node-09",
+        "--reports-dir",
+        str(reports),
+        "-m",
+        STEP6_ONLY,
+        *extra,
+    ]
+    return argv, reports
+
+
+def user_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "KUBECONFIG"))}
+    env.pop("PYTEST_ADDOPTS", None)
+    env.pop("PYTEST_CURRENT_TEST", None)
+    # The fetch reads the record with boto3's standard chain, as `testenv env` gives it.
+    env.update({k: v for k, v in state.env_vars(state.load()).items() if k.startswith("AWS_")})
+    return env
+
+
+def left_on_cluster(kube: KubeEnv) -> list[str]:
+    ns = kube.namespace
+    batch = __import__("kubernetes").client.BatchV1Api(kube.api_client())
+    left = [f"job/{j.metadata.name}" for j in batch.list_namespaced_job(ns).items]
+    left += [f"pod/{p.metadata.name}" for p in kube.core().list_namespaced_pod(ns).items]
+    left += [
+        f"configmap/{c.metadata.name}"
+        for c in kube.core().list_namespaced_config_map(ns, label_selector=LABEL).items
+    ]
+    jobs = kube.custom().list_namespaced_custom_object("rlark.io", "v1alpha1", ns, "jobs")
+    left += [f"jobs.rlark.io/{j['metadata']['name']}" for j in jobs.get("items") or []]
+    return left
+
+
+def settle(kube: KubeEnv, timeout: float = 60) -> list[str]:
+    deadline = time.monotonic() + timeout
+    while (left := left_on_cluster(kube)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return left
+
+
+def test_the_kubernetes_profile_passes_in_cluster(
+    kube_env: KubeEnv, runner_image: str, site_secret: str, tmp_path: Path
+) -> None:
+    argv, reports = command(tmp_path, REPO / "profiles" / "kubernetes.yaml", site_secret)
+    res = subprocess.run(
+        argv, cwd=tmp_path / "checkout", env=user_env(), capture_output=True, text=True, timeout=900
+    )
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out[-6000:]
+    # The runner ran on the real node, and its suite's output came through the command.
+    assert "on node gpu-node-09" in out, out[-4000:]
+    assert "runner: record uploaded to s3://rlinf-ckpt/acceptance-records/" in out, out[-4000:]
+    summary = json.loads((reports / "run-summary.json").read_text())
+    assert summary["verdict"] == "passed", summary.get("earliestFailure")
+    for check in ("6.1", "6.2", "6.3", "6.4", "6.5"):
+        assert summary["checks"][check] == "passed", (check, summary["checks"])
+    # The profile inside the Pod is the ConfigMap's, connected by the in-cluster config.
+    assert summary["profile"].startswith("/etc/rlark-acceptance/site/"), summary["profile"]
+    xml = JUnitXml.fromfile(str(reports / "junit.xml"))
+    cases = [case for suite in xml for case in suite]
+    assert cases and all(case.is_passed or case.is_skipped for case in cases)
+    assert any("[6.5]" in case.name and case.is_passed for case in cases)
+    assert (reports / "allure-results").is_dir()
+    assert "in-cluster: verdict passed" in out
+    assert settle(kube_env) == []
+    # No credential went into the log the user sees.
+    s3 = state.load().s3
+    assert s3 is not None and s3.secret_key not in out
+
+
+def test_an_interrupted_in_cluster_run_leaves_nothing(
+    kube_env: KubeEnv, runner_image: str, site_secret: str, tmp_path: Path
+) -> None:
+    """SIGINT to the command while the runner's Worker waits for its first signal: the
+    runner Job is deleted, its SIGTERM clean-up removes the rlark Job and its Worker, and the
+    record still comes back, ``interrupted``."""
+    site = Site.make(tmp_path / "site", before="echo fault-test, the run script starts; sleep 600")
+    argv, reports = command(tmp_path, site.profile, site_secret)
+    proc = subprocess.Popen(
+        argv,
+        cwd=tmp_path / "checkout",
+        env=user_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    out = ""
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 600
+    for line in proc.stdout:
+        out += line
+        if "Step 6 waits for 6.4" in line or time.monotonic() > deadline:
+            break
+    assert "Step 6 waits for 6.4" in out, out[-4000:]
+    proc.send_signal(signal.SIGINT)
+    rest, _ = proc.communicate(timeout=300)
+    out += rest
+    assert proc.returncode == 2, out[-4000:]
+    assert settle(kube_env) == [], out[-3000:]
+    summary = json.loads((reports / "run-summary.json").read_text())
+    assert summary["verdict"] == "interrupted", summary["verdict"]
+
+
+def test_a_missing_secret_is_named(kube_env: KubeEnv, runner_image: str, tmp_path: Path) -> None:
+    argv, _ = command(tmp_path, REPO / "profiles" / "kubernetes.yaml", "no-such-secret")
+    res = subprocess.run(
+        argv, cwd=tmp_path / "checkout", env=user_env(), capture_output=True, text=True, timeout=300
+    )
+    out = res.stdout + res.stderr
+    assert res.returncode == 2, out[-4000:]
+    errors = [line for line in out.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and 'secret "no-such-secret" not found' in errors[0], out[-3000:]
+    assert "Traceback" not in out
+    assert settle(kube_env) == []
