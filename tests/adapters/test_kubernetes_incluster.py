@@ -201,3 +201,32 @@ def test_a_missing_secret_is_named(kube_env: KubeEnv, runner_image: str, tmp_pat
     assert len(errors) == 1 and 'secret "no-such-secret" not found' in errors[0], out[-3000:]
     assert "Traceback" not in out
     assert settle(kube_env) == []
+
+
+def test_a_release_runs_its_kubernetes_profile_in_cluster(
+    kube_env: KubeEnv, runner_image: str, site_secret: str, tmp_path: Path
+) -> None:
+    """``--release FILE --in-cluster``: the release's runner is the runner Job; its record,
+    fetched back, is the profile's record of the release."""
+    release = tmp_path / "release.yaml"
+    profile = REPO / "profiles" / "kubernetes.yaml"
+    release.write_text(f"name: in-cluster\nprofiles:\n  - {profile}\n", encoding="utf-8")
+    argv, reports = command(tmp_path, profile, site_secret)
+    at = argv.index("--profile")
+    argv[at : at + 2] = ["--release", str(release)]
+    res = subprocess.run(
+        argv, cwd=tmp_path / "checkout", env=user_env(), capture_output=True, text=True, timeout=900
+    )
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out[-6000:]
+    assert "release in-cluster: ACCEPTED on 1 of 1" in out, out[-4000:]
+    data = json.loads((reports / "release-summary.json").read_text())
+    assert (data["verdict"], data["runner"]) == ("accepted", "in-cluster"), data
+    (entry,) = data["profiles"]
+    assert entry["verdict"] == "passed" and entry["accepted"], entry
+    summary = json.loads((reports / entry["record"] / "run-summary.json").read_text())
+    assert summary["profile"].startswith("/etc/rlark-acceptance/site/"), summary["profile"]
+    assert summary["checks"]["6.5"] == "passed", summary["checks"]
+    suites = [suite.name for suite in JUnitXml.fromfile(str(reports / "junit.xml"))]
+    assert suites == [entry["name"]], suites
+    assert settle(kube_env) == []
