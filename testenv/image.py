@@ -279,7 +279,18 @@ def venv_wheels(
     CPython 3.11 (the Debian release's Python) through pip's own cache, in ``wheels``, with
     ``install.sh``: what installs them into ``venv`` from ``/tmp/wheels`` in the image."""
     pip = [sys.executable, "-m", "pip", "wheel", "-q", "-w"]
-    _run([*pip, str(wheels / "project"), "--no-deps", str(REPO_ROOT)], log)
+    # Built from a copy of what the wheel is made of: an in-tree build would leave build/
+    # and an egg-info in the user's checkout.
+    tree = wheels.parent / "project-tree"
+    shutil.rmtree(tree, ignore_errors=True)
+    tree.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(REPO_ROOT / name, tree / name)
+    shutil.copytree(
+        REPO_ROOT / "src", tree / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info")
+    )
+    _run([*pip, str(wheels / "project"), "--no-deps", str(tree)], log)
+    shutil.rmtree(tree, ignore_errors=True)
     (wheels / "requirements.txt").write_text("\n".join(requirements) + "\n")
     (wheels / "constraints.txt").write_text("\n".join(constraints or []) + "\n")
     reqs = ["-r", str(wheels / "requirements.txt"), "-c", str(wheels / "constraints.txt")]
