@@ -17,7 +17,9 @@ from typing import Any
 class LocalOptions:
     # What each image reference is on this machine ({REF: {environment, workspace}}): read
     # by ``images.resolve`` when a Pod starts, so a wrong entry fails that Pod, as a pull.
-    images: Mapping[str, Any] = field(default_factory=dict)
+    # Not in the repr: an image reference may carry a registry credential, and reprs reach
+    # tracebacks and reports.
+    images: Mapping[str, Any] = field(default_factory=dict, repr=False)
     # The node has no GPU: every interpreter of the Worker loads the GPU stand-in.
     without_gpu: bool = False
     # The Ray head with its dashboard (Ray's state API, which RLinf lists its actors through).
