@@ -118,3 +118,26 @@ def test_inside_a_runner_what_it_submits_is_owned_by_its_pod(
     assert body["metadata"]["ownerReferences"] == [  # type: ignore[index]
         {"apiVersion": "v1", "kind": "Pod", "name": "runner-abc", "uid": "1234"}
     ]
+
+
+def test_a_fetched_record_names_the_users_files_at_their_lines(tmp_path: Path) -> None:
+    from rlark_acceptance.incluster.launch import users_paths
+
+    pack = bundle.bundle(load_profile(K8S))
+    in_pod = pack.pod_path("profiles/kubernetes/job.yaml")
+    summary = {
+        "profile": pack.pod_path(pack.profile),
+        "earliestFailure": {"check": "3.7", "location": f"{in_pod}:31"},
+    }
+    (tmp_path / "run-summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    (tmp_path / "allure-results").mkdir()
+    (tmp_path / "allure-results" / "r-result.json").write_text(f'{{"m": "{in_pod}:31"}}')
+    users_paths(tmp_path, pack)
+    back = json.loads((tmp_path / "run-summary.json").read_text(encoding="utf-8"))
+    assert Path(back["profile"]).resolve() == K8S.resolve()
+    where, line = back["earliestFailure"]["location"].rsplit(":", 1)
+    assert (Path(where).resolve(), line) == (
+        (REPO / "profiles/kubernetes/job.yaml").resolve(),
+        "31",
+    )
+    assert bundle.MOUNT not in (tmp_path / "allure-results" / "r-result.json").read_text()

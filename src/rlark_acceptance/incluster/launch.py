@@ -201,6 +201,7 @@ def run(
                 _delete(batch, core, ns, name, wait=False)
     outcome.fetched = _fetch(url, reports, say, seconds)
     if outcome.fetched:
+        users_paths(reports, pack)
         _summary(reports, say)
     elif outcome.status == 0:
         outcome.status = 1  # a green runner whose record is not here is no acceptance
@@ -315,6 +316,20 @@ def _fetch(url: str, reports: Path, say: Any, seconds: dict[str, float]) -> bool
     seconds["fetch"] = round(time.monotonic() - t0, 2)
     say(f"in-cluster: record fetched into {reports} ({seconds['fetch']:.1f}s)")
     return True
+
+
+def users_paths(reports: Path, pack: bundling.Bundle) -> None:
+    """The fetched record names the user's own files, as a run from this machine does: the
+    runner read them at ``MOUNT``, laid out as they are under the bundle's root, every line
+    where it was (so a ``file:line`` holds)."""
+    pod, own = f"{bundling.MOUNT}/", f"{pack.root}/"
+    for part in RECORD_PARTS:
+        path = reports / part
+        for f in sorted(path.rglob("*")) if path.is_dir() else [path]:
+            if f.suffix in (".json", ".xml", ".txt") and f.is_file():
+                text = f.read_text(encoding="utf-8", errors="surrogateescape")
+                if pod in text:
+                    f.write_text(text.replace(pod, own), encoding="utf-8", errors="surrogateescape")
 
 
 def _summary(reports: Path, say: Any) -> None:
