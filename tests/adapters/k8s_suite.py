@@ -10,6 +10,7 @@ can act when Step 6 reaches a phase, then read back its ``run-summary.json``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import selectors
@@ -20,6 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kubernetes import client
+
+from fixtures.testenv import KubeEnv
 from testenv import state
 from tests.run.suite_runs import STEP6_ONLY, features_command
 
@@ -189,3 +193,55 @@ class SuiteRun:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(timeout=30)
+
+
+def schedulable_again(kube_env: KubeEnv, within: float = 180.0) -> None:
+    """A GPU Pod is placed on the real node again. After the API server is back, the node
+    stays Ready and untainted, but kube-scheduler only sees new Pods once its watches
+    reconnect, after their backoff: a Pod created then was placed 14 s and 35 s later in
+    two runs, with no FailedScheduling Event in between. A test's Worker would otherwise
+    wait at 6.2 on the previous test's outage. The probe asks what a Worker asks: one
+    nvidia.com/gpu on that node."""
+    core = kube_env.core()
+    ns, name = kube_env.namespace, "schedulable-probe"
+    pod = client.V1Pod(
+        metadata=client.V1ObjectMeta(name=name),
+        spec=client.V1PodSpec(
+            restart_policy="Never",
+            node_selector={"kubernetes.io/hostname": kube_env.real_node},
+            containers=[
+                client.V1Container(
+                    name="probe",
+                    image=kube_env.worker_image,
+                    command=["true"],
+                    resources=client.V1ResourceRequirements(
+                        limits={"nvidia.com/gpu": "1"}, requests={"nvidia.com/gpu": "1"}
+                    ),
+                )
+            ],
+        ),
+    )
+    deadline = time.monotonic() + within
+    placed = False
+    while not placed:
+        with contextlib.suppress(Exception):
+            try:
+                got = core.read_namespaced_pod(name, ns)
+            except client.ApiException as e:
+                if e.status != 404:
+                    raise
+                got = core.create_namespaced_pod(ns, pod)
+            placed = bool(got.spec.node_name)
+        if not placed and time.monotonic() > deadline:
+            raise AssertionError(f"no GPU Pod placed on {kube_env.real_node} in {within:.0f} s")
+        if not placed:
+            time.sleep(0.5)
+    core.delete_namespaced_pod(name, ns, grace_period_seconds=0)
+    while time.monotonic() < deadline:
+        try:
+            core.read_namespaced_pod(name, ns)
+        except client.ApiException as e:
+            if e.status == 404:
+                return
+        time.sleep(0.2)
+    raise AssertionError(f"the probe Pod stayed in {ns}")

@@ -25,7 +25,7 @@ from junitparser import JUnitXml
 from fixtures.testenv import KubeEnv, S3Env
 from rlark_acceptance.incluster.manifests import LABEL
 from testenv import harness_image, state
-from tests.adapters.k8s_suite import CHECKOUT, Site
+from tests.adapters.k8s_suite import CHECKOUT, Site, schedulable_again
 from tests.run.suite_runs import STEP6_ONLY
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -189,6 +189,44 @@ def test_an_interrupted_in_cluster_run_leaves_nothing(
     assert settle(kube_env) == [], out[-3000:]
     summary = json.loads((reports / "run-summary.json").read_text())
     assert summary["verdict"] == "interrupted", summary["verdict"]
+
+
+def test_an_api_server_outage_of_12_s_during_an_in_cluster_run_is_ridden_out(
+    kube_env: KubeEnv, runner_image: str, site_secret: str, tmp_path: Path
+) -> None:
+    """The API server SIGKILLed while the runner's Worker waits for its first signal, back
+    12 s later: the command's log stream breaks, it waits for the runner, whose own Step 6
+    rides the outage out, and fetches its record: passed."""
+    site = Site.make(tmp_path / "site", before="echo fault-test, the run script starts; sleep 8")
+    argv, reports = command(tmp_path, site.profile, site_secret)
+    proc = subprocess.Popen(
+        argv,
+        cwd=tmp_path / "checkout",
+        env=user_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    out = ""
+    assert proc.stdout is not None
+    try:
+        for line in proc.stdout:
+            out += line
+            if "Step 6 waits for 6.4" in line:
+                break
+        assert "Step 6 waits for 6.4" in out, out[-4000:]
+        kube_env.kill_apiserver()
+        time.sleep(12)
+    finally:
+        kube_env.start_apiserver()
+    rest, _ = proc.communicate(timeout=600)
+    out += rest
+    assert proc.returncode == 0, out[-6000:]
+    assert "the runner's log stream broke" in out, out[-4000:]
+    summary = json.loads((reports / "run-summary.json").read_text())
+    assert summary["verdict"] == "passed", summary.get("earliestFailure")
+    assert settle(kube_env, timeout=120) == []
+    schedulable_again(kube_env)  # the tests after this one start on a scheduler caught up
 
 
 def test_a_missing_secret_is_named(kube_env: KubeEnv, runner_image: str, tmp_path: Path) -> None:

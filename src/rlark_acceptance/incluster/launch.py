@@ -25,6 +25,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Protocol
 
+import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
@@ -160,6 +161,7 @@ def run(
     spec_for_job = manifests.RunnerSpec(**{**spec.__dict__, "record": url})
     batch, core = client.BatchV1Api(api), client.CoreV1Api(api)
     ns = spec.namespace
+    patience = profile.timeouts.api_server
     seconds: dict[str, float] = {}
     t0 = time.monotonic()
     outcome = Outcome(2, name, url, seconds=seconds)
@@ -183,8 +185,18 @@ def run(
                 say(f"error: runner pod {pod} cannot start: {why}")
                 return outcome
             say(f"in-cluster: runner pod {pod} on node {node} ({seconds['started']:.1f}s)")
-            _follow(core, ns, pod, out, stopper)
-            code = _exit_code(core, ns, pod, stopper)
+            try:
+                _follow(core, ns, pod, out, stopper)
+                code = _exit_code(core, ns, pod, stopper, within=30.0)
+            except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
+                stopper.check()
+                # The API server restarting under the stream (the runner goes on: its own
+                # Step 6 rides such outages out). The record, not the log, is the verdict.
+                say(
+                    f"in-cluster: the runner's log stream broke ({type(e).__name__}); waiting "
+                    "for the runner to finish, its record holds everything"
+                )
+                code = _exit_code(core, ns, pod, stopper, within=None, patience=patience)
             seconds["finished"] = round(time.monotonic() - t0, 2)
             outcome.status = code if code is not None else 3
         except Interrupted as e:
@@ -196,9 +208,18 @@ def run(
         except ApiException as e:
             say(f"error: the API server refused the runner: {e.status} {e.reason}: {_message(e)}")
             return outcome
+        except (urllib3.exceptions.HTTPError, OSError) as e:
+            say(
+                f"error: the API server stayed unreachable for over {patience:.0f} s "
+                f"(timeouts.apiServer): {type(e).__name__}: {e}"
+            )
+            return outcome
         finally:
             if submitted:
-                _delete(batch, core, ns, name, wait=False)
+                try:
+                    _delete(batch, core, ns, name, wait=False)
+                except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
+                    say(f"warning: runner job {name} may be left in {ns}: {type(e).__name__}: {e}")
     outcome.fetched = _fetch(url, reports, say, seconds)
     if outcome.fetched:
         users_paths(reports, pack)
@@ -264,10 +285,31 @@ def _follow(core: client.CoreV1Api, ns: str, pod: str, out: Sink, stop: _Stop) -
     stop.check()
 
 
-def _exit_code(core: client.CoreV1Api, ns: str, pod: str, stop: _Stop) -> int | None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        p = core.read_namespaced_pod(pod, ns)
+def _exit_code(
+    core: client.CoreV1Api,
+    ns: str,
+    pod: str,
+    stop: _Stop,
+    *,
+    within: float | None,
+    patience: float = 0.0,
+) -> int | None:
+    """The runner container's exit code once it has terminated: within ``within`` seconds
+    (None: as long as it runs), the API server unanswered for at most ``patience`` seconds
+    in a row (``timeouts.apiServer``) before that is an error of its own."""
+    deadline = None if within is None else time.monotonic() + within
+    unanswered_since: float | None = None
+    while deadline is None or time.monotonic() < deadline:
+        try:
+            p = core.read_namespaced_pod(pod, ns)
+        except (ApiException, urllib3.exceptions.HTTPError, OSError):
+            now = time.monotonic()
+            unanswered_since = unanswered_since or now
+            if now - unanswered_since > patience:
+                raise
+            stop.sleep(POLL_S)
+            continue
+        unanswered_since = None
         for st in p.status.container_statuses or []:
             if st.state.terminated:
                 return int(st.state.terminated.exit_code)
