@@ -106,6 +106,28 @@ def user_env() -> dict[str, str]:
     return env
 
 
+def started_until(tmp_path: Path, argv: list[str], text: str) -> tuple[subprocess.Popen[str], str]:
+    """The command started as a user starts it, read until a line shows ``text``."""
+    proc = subprocess.Popen(
+        argv,
+        cwd=tmp_path / "checkout",
+        env=user_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert proc.stdout is not None
+    out = ""
+    for line in proc.stdout:
+        out += line
+        if text in line:
+            return proc, out
+    proc.wait()
+    raise AssertionError(
+        f"the command ended (exit {proc.returncode}) before {text!r}:\n{out[-4000:]}"
+    )
+
+
 def left_on_cluster(kube: KubeEnv) -> list[str]:
     ns = kube.namespace
     batch = __import__("kubernetes").client.BatchV1Api(kube.api_client())
@@ -166,22 +188,7 @@ def test_an_interrupted_in_cluster_run_leaves_nothing(
     record still comes back, ``interrupted``."""
     site = Site.make(tmp_path / "site", before="echo fault-test, the run script starts; sleep 600")
     argv, reports = command(tmp_path, site.profile, site_secret)
-    proc = subprocess.Popen(
-        argv,
-        cwd=tmp_path / "checkout",
-        env=user_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    out = ""
-    assert proc.stdout is not None
-    deadline = time.monotonic() + 600
-    for line in proc.stdout:
-        out += line
-        if "Step 6 waits for 6.4" in line or time.monotonic() > deadline:
-            break
-    assert "Step 6 waits for 6.4" in out, out[-4000:]
+    proc, out = started_until(tmp_path, argv, "Step 6 waits for 6.4")
     proc.send_signal(signal.SIGINT)
     rest, _ = proc.communicate(timeout=300)
     out += rest
@@ -199,22 +206,8 @@ def test_an_api_server_outage_of_12_s_during_an_in_cluster_run_is_ridden_out(
     rides the outage out, and fetches its record: passed."""
     site = Site.make(tmp_path / "site", before="echo fault-test, the run script starts; sleep 8")
     argv, reports = command(tmp_path, site.profile, site_secret)
-    proc = subprocess.Popen(
-        argv,
-        cwd=tmp_path / "checkout",
-        env=user_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    out = ""
-    assert proc.stdout is not None
+    proc, out = started_until(tmp_path, argv, "Step 6 waits for 6.4")
     try:
-        for line in proc.stdout:
-            out += line
-            if "Step 6 waits for 6.4" in line:
-                break
-        assert "Step 6 waits for 6.4" in out, out[-4000:]
         kube_env.kill_apiserver()
         time.sleep(12)
     finally:
