@@ -67,6 +67,12 @@ def lines(at: float, *texts: str) -> list[Step]:
     return [line(at, t) for t in texts]
 
 
+def stamped(at: float, written: float, *texts: str) -> Step:
+    """Lines read at ``at`` that the Worker wrote at ``written`` (a target that stamps its
+    log, read behind the Worker)."""
+    return Step(at, Happening("log", at, lines=texts, written=written))
+
+
 def end(at: float) -> Step:
     return Step(at, Happening("end", at))
 
@@ -85,11 +91,16 @@ def call(at: float, fn: Callable[[], None]) -> Step:
     return Step(at, Happening("event", at, event=Event("script", "Scripted", "")), then=fn)
 
 
+def _shifted(item: Happening, t0: float) -> Happening:
+    written = None if item.written is None else t0 + item.written
+    return replace(item, at=t0 + item.at, written=written)
+
+
 class ScriptedObservation:
     def __init__(self, clock: FakeClock, t0: float, script: list[Step]) -> None:
         self.clock = clock
         self.pending = sorted(
-            (replace(s, at=t0 + s.at, item=replace(s.item, at=t0 + s.at)) for s in script),
+            (replace(s, at=t0 + s.at, item=_shifted(s.item, t0)) for s in script),
             key=lambda s: s.at,
         )
         self.seen: list[Happening] = []

@@ -42,6 +42,7 @@ from tests.run.scripted import (
     pod,
     run,
     running,
+    stamped,
     started,
     statuses,
     verdict,
@@ -418,6 +419,34 @@ def test_6_4_times_out_after_first_signal_seconds(base: Any, tmp_path: Path) -> 
     check, message, at = verdict(rec)
     assert (check, at) == ("6.4", pytest.approx(122.0))
     assert message.startswith("nothing after 120 s (timeouts.firstSignal)")
+
+
+def behind(until: float, pace: float, *, last: str = "loud line") -> list[Step]:
+    """A loud Worker's log read a batch every 2 s from 3 s on, ``pace`` seconds of the
+    Worker's writing per second of reading (below 1: the reader is behind)."""
+    at = [3.0 + 2 * i for i in range(int((until - 3.0) / 2) + 1)]
+    steps = [stamped(t, 2.0 + (t - 2.0) * pace, "loud line") for t in at]
+    steps[-1] = stamped(at[-1], 2.0 + (at[-1] - 2.0) * pace, last)
+    return steps
+
+
+def test_6_4_waits_past_its_deadline_for_lines_written_before_it(base: Any, tmp_path: Path) -> None:
+    # Read at half the Worker's pace: the signal, written at 81 s, is read at 161 s.
+    rec, _ = run(base, tmp_path, [*started(), *behind(161.0, 0.5, last=SIGNAL)])
+    assert rec.phases["6.4"].status == "passed"
+    assert rec.phases["6.4"].at == pytest.approx(161.0)
+
+
+def test_6_4_fails_once_the_log_is_read_past_its_deadline(base: Any, tmp_path: Path) -> None:
+    # Read at 0.9 of the Worker's pace: lines written after the deadline (122 s) are read
+    # from 136 s on, and none of those before it was the signal.
+    rec, _ = run(base, tmp_path, [*started(), *behind(300.0, 0.9)])
+    check, message, at = verdict(rec)
+    assert check == "6.4" and message.startswith("nothing after 120 s (timeouts.firstSignal)")
+    assert at == pytest.approx(136.0, abs=1.0)
+    # A log that stops arriving past the deadline: the wait ends READING_BEHIND_SECONDS on.
+    rec, _ = run(base, tmp_path, [*started(), *behind(131.0, 0.5)])
+    assert verdict(rec)[0] == "6.4" and verdict(rec)[2] == pytest.approx(136.0, abs=1.0)
 
 
 # --- progress ---------------------------------------------------------------------------

@@ -132,6 +132,10 @@ class Happening:
     event: Event | None = None
     lost: TargetUnreachable | None = None
     lines: Sequence[str] = ()
+    # When the batch's last line was written, by the target's stamps, on the clock of ``at``
+    # (None: the target does not stamp its log): a reader behind the Worker is told from a
+    # Worker that is late.
+    written: float | None = None
 
     @property
     def log_lines(self) -> Sequence[str]:
@@ -177,8 +181,12 @@ class Observation:
     def put_pod(self, pod: PodStatus) -> None:
         self.put(Happening("pod", time.monotonic(), pod=pod))
 
-    def put_lines(self, lines: Sequence[str]) -> None:
-        self.put(Happening("log", time.monotonic(), lines=lines))
+    def put_lines(self, lines: Sequence[str], written: float | None = None) -> None:
+        """A batch of log lines; ``written``: when its last line was written, in seconds
+        since the epoch (the target's stamps)."""
+        now = time.monotonic()
+        at = None if written is None else now - max(0.0, time.time() - written)
+        self.put(Happening("log", now, lines=lines, written=at))
 
     def put_event(self, event: Event) -> None:
         self.put(Happening("event", time.monotonic(), event=event))

@@ -15,7 +15,9 @@ A follow loses lines the same way without breaking: the kubelet reads the file i
 to its end, then the file now at the log's path; a file rotated away in between (the
 reader more than one rotation behind the Worker) is skipped. Its mark is a jump of the
 stamps between two lines delivered well after they were written: a reader that keeps up
-sees a silence of the Worker as a wait, one far behind sees it as a jump.
+sees a silence of the Worker as a wait, one far behind sees it as a jump. While the follow
+is behind, ``logfiles.py`` gives each file a reader before it is rotated past, and a jump
+that probes of every file then saw is the Worker's own silence.
 """
 
 from __future__ import annotations
@@ -68,6 +70,9 @@ class Gap:
 
     after: str  # the stamp of the last line delivered
     before: str  # the stamp of the first line it still had
+    # Found by a jump of the stamps within one follow (not by a read's first line): a
+    # skipped file, or the Worker's own silence while the reader was behind.
+    jump: bool = False
 
 
 class LogCursor:
@@ -108,8 +113,9 @@ class LogCursor:
             or (self.stamped is False and self._skip_count > 0)
         )
 
-    def take_batch(self, batch: list[str]) -> tuple[list[str], Gap | None]:
-        """``take`` for a batch of lines: their new texts, and the gap they show."""
+    def take_batch(self, batch: list[str], raw: bool = False) -> tuple[list[str], Gap | None]:
+        """``take`` for a batch of lines: their new texts (``raw``: the new lines as read,
+        stamps included), and the gap they show."""
         texts: list[str] = []
         gap = None
         i = 0
@@ -118,7 +124,7 @@ class LogCursor:
             i += 1
             gap = gap or found
             if text is not None:
-                texts.append(text)
+                texts.append(batch[i - 1] if raw else text)
         rest = batch[i:] if i else batch
         if not rest:
             return texts, gap
@@ -140,7 +146,7 @@ class LogCursor:
             self.same += same
         else:
             self.stamp, self.same = last, same
-        texts.extend(p[2] for p in parts)
+        texts.extend(rest if raw else (p[2] for p in parts))
         return texts, gap
 
     def _skipped(self, parts: list[tuple[str, str, str]]) -> Gap | None:
@@ -155,7 +161,7 @@ class LogCursor:
             for stamp, _, _ in parts:
                 jumped = stamp[:19] != prev[:19]
                 if jumped and stamp_key(stamp)[0] - stamp_key(prev)[0] > SKIP_SECONDS:
-                    return Gap(prev, stamp)
+                    return Gap(prev, stamp, jump=True)
                 prev = stamp
         except ValueError:  # a line the runtime did not stamp
             return None
@@ -199,15 +205,25 @@ class LogCursor:
 
 
 def open_log(
-    api: Any, namespace: str, pod: str, *, follow: bool, since: str | None, timeout: Any
+    api: Any,
+    namespace: str,
+    pod: str,
+    *,
+    follow: bool,
+    since: str | None,
+    timeout: Any,
+    limit: int | None = None,
 ) -> Any:
     """The Pod's log with stamps, streamed (``read_namespaced_pod_log`` has no
-    ``sinceTime``; the API server takes it as a query parameter)."""
+    ``sinceTime``; the API server takes it as a query parameter); ``limit``: its first
+    bytes only."""
     query: list[tuple[str, str]] = [("timestamps", "true")]
     if follow:
         query.append(("follow", "true"))
     if since:
         query.append(("sinceTime", since))
+    if limit:
+        query.append(("limitBytes", str(limit)))
     return api.call_api(
         f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(pod)}/log",
         "GET",

@@ -5,8 +5,10 @@
   it, the observation is ``lost()``, naming the API server and what may be left.
 - The Worker's log: followed with the kubelet's stamps (``logcursor.py``), so a stream
   broken by the API server or the kubelet resumes where it stopped, no line lost or
-  doubled. When the API server answers but the node's kubelet does not for
-  ``KUBELET_SECONDS``, the observation is ``lost()``, naming the node and its state.
+  doubled; while the follow is behind the Worker, every file the kubelet rotates gets a
+  reader of its own before it is rotated past (``logfiles.py``). When the API server
+  answers but the node's kubelet does not for ``KUBELET_SECONDS``, the observation is
+  ``lost()``, naming the node and its state.
 - The Worker's terminal Pod status is held back until its log has been read to the end:
   a Worker that printed a lot just before it ended is judged on every line it printed,
   not on the lines that happened to be read when its Pod turned Succeeded. The log is read
@@ -18,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import urllib3
@@ -32,7 +35,20 @@ from rlark_acceptance.adapters.base import (
     PodStatus,
     TargetUnreachable,
 )
-from rlark_acceptance.adapters.kubernetes.logcursor import Gap, LogCursor, open_log, stamp_key
+from rlark_acceptance.adapters.kubernetes.logcursor import (
+    Gap,
+    LogCursor,
+    open_log,
+    since_time,
+    stamp_key,
+)
+from rlark_acceptance.adapters.kubernetes.logfiles import (
+    PROBE_BYTES,
+    PROBE_SECONDS,
+    Chain,
+    Segment,
+    first_stamp,
+)
 from rlark_acceptance.adapters.kubernetes.stream import (
     Item,
     Reach,
@@ -101,7 +117,7 @@ class Observer:
         self._log_done = False
         self._held: PodStatus | None = None  # the terminal status, until the log is read
         self._cut = threading.Event()
-        self._log_resp: Any = None
+        self._log_resps: set[Any] = set()  # the log's streams, cut when idle
         self._last_data = time.monotonic()
         self._blind = False
 
@@ -241,8 +257,7 @@ class Observer:
             idle = time.monotonic() - self._last_data
             if idle >= IDLE_SECONDS:
                 self._cut.set()
-                resp = self._log_resp
-                if resp is not None:
+                for resp in list(self._log_resps):
                     with contextlib.suppress(Exception):
                         resp.shutdown()
                 return
@@ -276,21 +291,83 @@ class Observer:
 
     # --- the Worker's log -------------------------------------------------------------------
     def _follow(self, pod: str) -> None:
+        """The log in order: the follow, then each file a reader of its own took while
+        the follow was behind (``logfiles.py``)."""
+        chain = Chain()
+        first = chain.head
         try:
-            self._read_log(pod)
+            self._thread("log-files", self._probe_files, pod, chain)
+            try:
+                self._read_log(pod, chain, first, self.obs.put_lines)
+            finally:
+                first.finish()
+            seg = chain.after(first)
+            while seg is not None and not self.stopper.stopped:
+                for batch, written in seg.spooled(self.stopper.event):
+                    self.obs.put_lines(batch, written)
+                seg = chain.after(seg)
         finally:
             if not self.stopper.stopped:
                 self._log_read()
 
-    def _read_log(self, pod: str) -> None:
-        """Put each log line of the Worker once, as it is written, until the log's end.
+    def _probe_files(self, pod: str, chain: Chain) -> None:
+        """While the log's newest reader is behind, ask for the current file's first line;
+        a file that is new gets a reader of its own before the kubelet rotates it past."""
+        while not self.stopper.event.wait(PROBE_SECONDS) and not self._log_done:
+            for idle in chain.stalled():
+                with contextlib.suppress(Exception):
+                    if idle.resp is not None:
+                        idle.resp.shutdown()
+            if chain.head.done or not chain.behind():
+                continue
+            try:
+                resp = open_log(
+                    self.adapter.api,
+                    self.ref.namespace,
+                    pod,
+                    follow=False,
+                    since=None,
+                    timeout=(5, 10),
+                    limit=PROBE_BYTES,
+                )
+                try:
+                    body = resp.data.decode("utf-8", "replace")
+                finally:
+                    resp.release_conn()
+            except (ApiException, urllib3.exceptions.HTTPError, OSError):
+                continue  # the follow meets the same API server and kubelet, and says so
+            stamp = first_stamp(body)
+            chain.probed.append(time.time())
+            seg = chain.add(stamp) if stamp is not None else None
+            if seg is not None:
+                self._thread("log-file", self._read_file, pod, chain, seg)
+
+    def _read_file(self, pod: str, chain: Chain, seg: Segment) -> None:
+        def put(lines: list[str], written: float | None) -> None:
+            if not seg.spool(lines, written):  # read late, after the next file's: put now
+                self.obs.put_lines(lines, written)
+
+        try:
+            self._read_log(pod, chain, seg, put)
+        finally:
+            seg.finish()
+
+    def _read_log(
+        self,
+        pod: str,
+        chain: Chain,
+        seg: Segment,
+        put: Callable[[list[str], float | None], None],
+    ) -> None:
+        """Put each log line of ``seg`` once, as it is written, until the segment's end or
+        the log's.
 
         A stream that breaks is opened again after the last line delivered; once the
         Worker is over and the stream idle, the rest is read in one request."""
         reach = self.adapter.reach
         cursor = LogCursor()
         kubelet_down: float | None = None
-        while not self.stopper.stopped:
+        while not self.stopper.stopped and not seg.complete:
             final = self._cut.is_set()
             cursor.resume()
             try:
@@ -299,7 +376,7 @@ class Observer:
                     self.ref.namespace,
                     pod,
                     follow=not final,
-                    since=cursor.since(),
+                    since=cursor.since() or (since_time(seg.stamp) if seg.stamp else None),
                     timeout=(10, 60 if final else None),
                 )
             except ApiException as e:
@@ -326,33 +403,36 @@ class Observer:
             kubelet_down = None
             if not self.stopper.register(resp):
                 return
-            self._log_resp = resp
+            self._log_resps.add(resp)
+            seg.resp = resp
             if self._cut.is_set() and not final:  # cut between the request and now
                 self.stopper.unregister(resp)
-                self._log_resp = None
+                self._log_resps.discard(resp)
                 continue
             whole = False
             try:
                 for batch in batches(resp):
                     self._last_data = time.monotonic()
-                    new, gap = cursor.take_batch(batch)
-                    if gap is not None:
-                        self._rotated(gap)
-                    if new:
-                        self.obs.put_lines(new)
+                    if not self._take(batch, cursor, chain, seg, put):
+                        return  # the next file's reader has the rest
                 whole = True
             except Exception as e:
-                if self.stopper.stopped:
+                if self.stopper.stopped or seg.complete:
                     return
                 if not isinstance(e, urllib3.exceptions.HTTPError | OSError):
                     raise
+                if self._cut.is_set() and seg.end is not None:
+                    return  # cut idle at its rotated file's end: the next segment has the rest
                 if not (self._cut.is_set() and not final) and self._unreachable(e):
                     return
             finally:
-                self._log_resp = None
+                seg.resp = None
+                self._log_resps.discard(resp)
                 self.stopper.unregister(resp)
-            if final and whole:
-                return  # read to the end of a container that has exited
+            if whole and seg.end is not None and (self._over or self._cut.is_set()):
+                return  # closed at its rotated file's end: the next segment has the rest
+            if (final and whole) or seg.complete:
+                return  # read to the end of a container that has exited, or of its file
             if whole and self._over and not self._cut.is_set():
                 # The kubelet closed the follow: the container has exited. A follower that
                 # fell behind was still on a rotated file, whose end is not the log's: read
@@ -363,6 +443,30 @@ class Observer:
                 # Closed before the Worker is known to be over (the API server or kubelet
                 # restarting): follow again from the last line.
                 self.stopper.event.wait(0.2)
+
+    def _take(
+        self,
+        batch: list[str],
+        cursor: LogCursor,
+        chain: Chain,
+        seg: Segment,
+        put: Callable[[list[str], float | None], None],
+    ) -> bool:
+        """Put the batch's new lines that are ``seg``'s; False once a line of the next
+        file's segment is read (this segment is whole)."""
+        new, gap = cursor.take_batch(batch, raw=cursor.stamped is not False)
+        if gap is not None and not (gap.jump and chain.watched(gap)):
+            self._rotated(gap)
+        ours = True
+        if cursor.stamped and new:
+            n, gap = chain.take(seg, new)
+            if gap is not None:
+                self._rotated(gap)
+            ours = n == len(new)
+            new = [line.partition(" ")[2] for line in new[:n]]
+        if new:
+            put(new, seg.written)
+        return ours
 
     def _unreachable(self, e: BaseException) -> bool:
         """A transport failure reading the log: True (and lost) past the API server's bound."""

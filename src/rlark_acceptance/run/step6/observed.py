@@ -73,6 +73,9 @@ class Observed:
         self.warning: Event | None = None  # the latest Warning Event (FailedMount...)
         self.lost: TargetUnreachable | None = None  # the target stopped answering
         self.log = LogReader(signal)
+        # When the last line read was written (the target's stamps), and when it was read.
+        self.written: float | None = None
+        self.read_at: float | None = None
         self.tail = tail  # what the record keeps of the log
         # --- the answers to the probes (None: not asked yet)
         self.ref: JobRef | None = None
@@ -97,6 +100,8 @@ class Observed:
             if item.event.type == "Warning":
                 self.warning = item.event
         elif item.kind == "log":
+            if item.written is not None:
+                self.written, self.read_at = item.written, item.at
             lines = item.log_lines
             first = self.tail.count
             self.tail.extend(lines)

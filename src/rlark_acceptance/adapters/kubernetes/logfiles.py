@@ -1,0 +1,296 @@
+"""The files of a Worker's log the kubelet rotates, each read before it is rotated past.
+
+The kubelet serves only the file now at the log's path. A follow that falls behind the
+Worker reads the file it opened to its end and then the file at the path, so every file
+rotated in between (at ``containerLogMaxSize``, checked every 10 s) is lost to it, though
+the node still has them. Those files are reachable only while they are current: so while the
+follow is behind (its lines arriving well after they were stamped), the current file's
+first line is asked for every ``PROBE_SECONDS`` (``limitBytes``, a cheap request), and a
+file that is new gets a reader of its own at once (``sinceTime`` its first line). The
+kubelet keeps a file open for the reader that opened it, rotated, compressed or removed.
+
+Each reader is a ``Segment`` of the log: from its file's first line up to the next
+segment's. The first segment is the follow itself, put to the observation as it reads; a
+later one is spooled to an unnamed temporary file and put in order once the segments
+before it are read, so the harness's memory stays flat however far the Worker is ahead.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import os
+import tempfile
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from rlark_acceptance.adapters.kubernetes.logcursor import Gap, stamp_key
+
+# While the follow is behind, the current file's first line is asked for this often: well
+# inside the kubelet's 10 s between size checks, so no file is rotated past unseen.
+PROBE_SECONDS = 1.0
+# A follow whose lines arrive this long after they were stamped is behind the Worker.
+BEHIND_SECONDS = 2.0
+# ... and is still delivering: a Worker that has fallen silent is not one to chase.
+ARRIVING_SECONDS = 1.0
+# Probes at most this far apart see every file: the kubelet keeps a file current for at least
+# its 10 s between size checks.
+WATCH_GAP_SECONDS = 3.0
+PROBES_KEPT = 3600
+# A segment whose reader delivered nothing for this long while the next one has lines is
+# at its rotated file's end.
+FILE_IDLE_SECONDS = 2.0
+# A segment's lines are kept in memory up to this much, then written to its spool file.
+SPOOL_BYTES = 1 << 20
+# Bytes asked of the current file: enough for a first line's stamp.
+PROBE_BYTES = 256
+
+Key = tuple[float, int]
+
+
+def first_stamp(body: str) -> str | None:
+    """The stamp of the first line of a stamped log excerpt, if it has one."""
+    stamp = body.partition(" ")[0].strip()
+    try:
+        stamp_key(stamp)
+    except ValueError:
+        return None
+    return stamp
+
+
+def keys_before(lines: list[str], end: Key) -> int:
+    """How many of ``lines`` (stamped, in order) are stamped before ``end``."""
+
+    def key(raw: str) -> Key:
+        try:
+            return stamp_key(raw.partition(" ")[0])
+        except ValueError:  # a line the runtime did not stamp belongs with the one before
+            return (float("-inf"), 0)
+
+    if not lines or key(lines[-1]) < end:
+        return len(lines)
+    return bisect.bisect_left(lines, end, key=key)
+
+
+def _cut(stamped: list[str], end: Key | None) -> tuple[int, Key | None]:
+    """How many of ``stamped`` come before ``end``, and the stamp of the last of them."""
+    n = len(stamped) if end is None else keys_before(stamped, end)
+    if not n:
+        return 0, None
+    try:
+        return n, stamp_key(stamped[n - 1].partition(" ")[0])
+    except ValueError:  # a line the runtime did not stamp
+        return n, None
+
+
+@dataclass
+class Segment:
+    """One file's worth of the log: from ``stamp`` (None: the log's start) to the next
+    segment's first line."""
+
+    stamp: str | None
+    start: Key | None
+    end: Key | None = None  # the next segment's first line, once there is one
+    last: Key | None = None  # the last line taken
+    arrived: float = 0.0  # monotonic time of the last lines taken
+    done: bool = False
+    # Read to its file's end: idle while the next segment has lines, its file rotated
+    # (nothing more is written to a file once its successor has a line).
+    complete: bool = False
+    resp: Any = None  # its reader's open stream, shut down once complete
+    drained: bool = False  # its spool has been put; a line spooled later is put at once
+    _spool: IO[bytes] | None = None
+    _size: int = 0
+    _pending: list[bytes] = field(default_factory=list)
+    _pending_size: int = 0
+    _pending_written: float | None = None
+    # (end offset, when its last line was written) of each write to the spool file
+    _marks: list[tuple[int, float | None]] = field(default_factory=list)
+    _cond: threading.Condition = field(default_factory=threading.Condition)
+
+    @property
+    def written(self) -> float | None:
+        """When the last line taken was written (seconds since the epoch), by its stamp."""
+        last = self.last
+        return None if last is None else last[0] + last[1] / 1e9
+
+    def spool(self, texts: list[str], written: float | None = None) -> bool:
+        """Keep lines (the last one written at ``written``) for when the segments before
+        this one are read (False: too late, the spool has been put already). Written to
+        the file a megabyte at a time."""
+        if self.drained:
+            return False
+        if not texts:
+            return True
+        data = ("\n".join(texts) + "\n").encode("utf-8", "replace")
+        with self._cond:
+            self._pending.append(data)
+            self._pending_size += len(data)
+            self._pending_written = written or self._pending_written
+            if self._pending_size >= SPOOL_BYTES:
+                if self._spool is None:
+                    # Closed when the spool is read (spooled).
+                    self._spool = tempfile.TemporaryFile(prefix="rlark-log-")  # noqa: SIM115
+                data = b"".join(self._pending)
+                os.pwrite(self._spool.fileno(), data, self._size)
+                self._size += len(data)
+                self._marks.append((self._size, self._pending_written))
+                self._pending, self._pending_size = [], 0
+            self._cond.notify_all()
+        return True
+
+    def finish(self) -> None:
+        with self._cond:
+            self.done = True
+            self._cond.notify_all()
+
+    def spooled(self, stop: threading.Event) -> Iterator[tuple[list[str], float | None]]:
+        """The spooled lines, a batch at a time with when its last line was written (at
+        the latest), as they are written, until the segment's reader is done and
+        everything is read (or ``stop``); the spool is then removed."""
+        offset, rest = 0, b""
+        written: float | None = None
+        try:
+            while not stop.is_set():
+                data = b""
+                with self._cond:
+                    while (
+                        self._size == offset
+                        and not self._pending
+                        and not self.done
+                        and not stop.is_set()
+                    ):
+                        self._cond.wait(0.5)
+                    size, done, spool = self._size, self.done, self._spool
+                    if size == offset and self._pending:  # the file read: what is in memory
+                        data = b"".join(self._pending)
+                        written = self._pending_written or written
+                        self._pending, self._pending_size = [], 0
+                    marks = list(self._marks)
+                if not data and spool is not None and size > offset:
+                    data = os.pread(spool.fileno(), min(size - offset, SPOOL_BYTES), offset)
+                    offset += len(data)
+                    # The write the batch ends in: its last line was written no later.
+                    written = next((w for end, w in marks if end >= offset), written)
+                if not data:
+                    if done:
+                        return
+                    continue
+                *whole, rest = (rest + data).split(b"\n")
+                if whole:
+                    yield b"\n".join(whole).decode("utf-8", "replace").split("\n"), written
+        finally:
+            with self._cond:
+                self.drained = True
+                self._pending = []
+                if self._spool is not None:
+                    self._spool.close()
+                    self._spool = None
+
+
+class Chain:
+    """The segments of one Worker's log, in order; one lock decides what each has taken,
+    so a segment added for a file cuts off its predecessor exactly at that file's start."""
+
+    def __init__(self) -> None:
+        self.segments: list[Segment] = [Segment(None, None)]
+        # When the current file was last asked for, successfully (wall-clock times).
+        self.probed: deque[float] = deque(maxlen=PROBES_KEPT)
+        self._lock = threading.Lock()
+
+    @property
+    def head(self) -> Segment:
+        return self.segments[-1]
+
+    def take(self, seg: Segment, stamped: list[str]) -> tuple[int, Gap | None]:
+        """How many of the new stamped lines belong to ``seg`` (those before the next
+        segment's start), noted as taken; and, for a segment's first lines, the gap a
+        first line later than its file's shows (the kubelet rotated that file before it
+        was asked for). The cut is found outside the lock (every reader takes a batch at a
+        time) and found again only if a new file was added meanwhile."""
+        end = seg.end
+        n, last = _cut(stamped, end)
+        with self._lock:
+            if seg.end != end:
+                n, last = _cut(stamped, seg.end)
+            first_take = seg.last is None
+            if n:
+                seg.last = last or seg.last
+                seg.arrived = time.monotonic()
+        if not n or not first_take or seg.stamp is None or seg.start is None:
+            return n, None
+        first = stamped[0].partition(" ")[0]
+        try:
+            later = first != seg.stamp and stamp_key(first) > seg.start
+        except ValueError:
+            later = False
+        return n, Gap(seg.stamp, first) if later else None
+
+    def behind(self) -> bool:
+        """The newest segment's reader delivers lines stamped well before now."""
+        with self._lock:
+            head = self.head
+            last, arrived = head.last, head.arrived
+        return (
+            last is not None
+            and time.monotonic() - arrived < ARRIVING_SECONDS
+            and time.time() - last[0] > BEHIND_SECONDS
+        )
+
+    def add(self, stamp: str) -> Segment | None:
+        """A segment from the file whose first line is stamped ``stamp``, unless the newest
+        segment has taken that line already (it read into that file itself) or is done."""
+        key = stamp_key(stamp)
+        with self._lock:
+            head = self.head
+            if head.done or (head.last is not None and head.last >= key):
+                return None
+            if head.start is not None and head.start >= key:
+                return None
+            head.end = key
+            seg = Segment(stamp, key)
+            self.segments.append(seg)
+            return seg
+
+    def stalled(self) -> list[Segment]:
+        """Segments read to their file's end: idle for ``FILE_IDLE_SECONDS`` while the
+        next one has lines (a reader at the end of a rotated file waits for a write that
+        never comes); each marked complete once."""
+        now = time.monotonic()
+        with self._lock:
+            found = [
+                seg
+                for seg, nxt in zip(self.segments, self.segments[1:], strict=False)
+                if not (seg.done or seg.complete)
+                and seg.arrived
+                and nxt.last is not None
+                and now - seg.arrived >= FILE_IDLE_SECONDS
+            ]
+            for seg in found:
+                seg.complete = True
+            return found
+
+    def watched(self, gap: Gap) -> bool:
+        """Whether every file current between the gap's two lines was seen by a probe (one
+        succeeded at most ``WATCH_GAP_SECONDS`` apart throughout): a jump of the stamps
+        then skipped no file, it is the Worker's own silence."""
+        try:
+            a, b = stamp_key(gap.after)[0], stamp_key(gap.before)[0]
+        except ValueError:
+            return False
+        with self._lock:
+            times = list(self.probed)
+        inside = [t for t in times if a - WATCH_GAP_SECONDS <= t <= b + WATCH_GAP_SECONDS]
+        if not inside or inside[0] > a or inside[-1] < b:
+            return False
+        return all(y - x <= WATCH_GAP_SECONDS for x, y in itertools.pairwise(inside))
+
+    def after(self, seg: Segment) -> Segment | None:
+        """The segment after ``seg``, once ``seg`` is done; None if it was the last."""
+        with self._lock:
+            at = self.segments.index(seg)
+            return self.segments[at + 1] if at + 1 < len(self.segments) else None
