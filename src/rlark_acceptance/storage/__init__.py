@@ -3,6 +3,8 @@
 ``Store`` abstracts a directory (``FileStore``) or an S3 prefix (``S3Store``);
 ``verify_checkpoints`` checks RLinf's checkpoint layout and weight formats without
 downloading whole files or unpickling; ``verify_event_files`` checks TensorBoard events.
+``read_tensors`` reads a checkpoint's tensors (counts, non-finite values, a digest;
+``compare_tensors`` tells identical weights from changed ones).
 """
 
 from rlark_acceptance.storage.checkpoint import CheckpointReport, snapshot, verify_checkpoints
@@ -17,11 +19,20 @@ from rlark_acceptance.storage.store import (
     StoreUnavailable,
 )
 from rlark_acceptance.storage.tensorboard import EventFilesReport, verify_event_files
+from rlark_acceptance.storage.tensors import (
+    FileTensors,
+    TensorsComparison,
+    TensorsReport,
+    TensorStats,
+    compare_tensors,
+    read_tensors,
+)
 
 __all__ = [
     "CheckpointReport",
     "EventFilesReport",
     "FileStore",
+    "FileTensors",
     "ObjectInfo",
     "ObjectNotFound",
     "Removable",
@@ -29,6 +40,11 @@ __all__ = [
     "Store",
     "StoreError",
     "StoreUnavailable",
+    "TensorStats",
+    "TensorsComparison",
+    "TensorsReport",
+    "compare_tensors",
+    "read_tensors",
     "snapshot",
     "verify_checkpoints",
     "verify_event_files",
