@@ -4,10 +4,18 @@
 ``verify_checkpoints`` checks RLinf's checkpoint layout and weight formats without
 downloading whole files or unpickling; ``verify_event_files`` checks TensorBoard events.
 ``read_tensors`` reads a checkpoint's tensors (counts, non-finite values, a digest;
-``compare_tensors`` tells identical weights from changed ones).
+``compare_tensors`` tells identical weights from changed ones); ``read_scalars`` reads
+the TensorBoard scalars (``non_finite``, ``aggregate`` for expectations on them).
 """
 
 from rlark_acceptance.storage.checkpoint import CheckpointReport, snapshot, verify_checkpoints
+from rlark_acceptance.storage.scalars import (
+    NonFinite,
+    ScalarsReport,
+    aggregate,
+    non_finite,
+    read_scalars,
+)
 from rlark_acceptance.storage.store import (
     FileStore,
     ObjectInfo,
@@ -33,17 +41,22 @@ __all__ = [
     "EventFilesReport",
     "FileStore",
     "FileTensors",
+    "NonFinite",
     "ObjectInfo",
     "ObjectNotFound",
     "Removable",
     "S3Store",
+    "ScalarsReport",
     "Store",
     "StoreError",
     "StoreUnavailable",
     "TensorStats",
     "TensorsComparison",
     "TensorsReport",
+    "aggregate",
     "compare_tensors",
+    "non_finite",
+    "read_scalars",
     "read_tensors",
     "snapshot",
     "verify_checkpoints",
