@@ -12,7 +12,7 @@ import zlib
 from dataclasses import dataclass
 
 from rlark_acceptance.storage.pickle_scan import PickleScanError, scan_pickle
-from rlark_acceptance.storage.store import Store
+from rlark_acceptance.storage.store import ObjectInfo, ObjectNotFound, Store
 
 EOCD_SIG = b"PK\x05\x06"
 ZIP64_LOCATOR_SIG = b"PK\x06\x07"
@@ -162,6 +162,42 @@ def read_member(store: Store, key: str, entry: ZipEntry, limit: int) -> bytes:
     if len(data) != entry.size or zlib.crc32(data) != entry.crc:
         raise ZipCorrupt(f"corrupt: {entry.name} fails its CRC-32 check")
     return data
+
+
+def member_data_span(store: Store, key: str, entry: ZipEntry) -> tuple[int, int]:
+    """``[start, end)`` of a stored (uncompressed) member's bytes in the archive, from its
+    local header: torch writes storages stored, so a tensor is read in place, in ranges."""
+    if entry.method != 0:
+        raise ZipCorrupt(f"{entry.name}: compressed (method {entry.method}), not a torch storage")
+    head = store.read(key, entry.header_offset, entry.header_offset + 30)
+    if len(head) < 30 or head[:4] != LFH_SIG:
+        raise ZipCorrupt(f"{entry.name}: no local header at {entry.header_offset}")
+    nlen, xlen = struct.unpack_from("<HH", head, 26)
+    start = entry.header_offset + 30 + nlen + xlen
+    return start, start + entry.size
+
+
+class ArchiveSlice:
+    """The bytes ``[start, start + size)`` of one object, as a ``Store`` holding only ``key``:
+    a zip archive embedded in a larger file (each tensor of a DCP ``.distcp`` shard is a
+    ``torch.save`` archive written at an offset, its own offsets counted from its start)."""
+
+    def __init__(self, store: Store, key: str, start: int, size: int) -> None:
+        self.store, self.key, self.start, self.size = store, key, start, size
+
+    def describe(self) -> str:
+        return f"{self.store.describe()}/{self.key}@{self.start}"
+
+    def list(self, prefix: str = "") -> list[ObjectInfo]:
+        return [ObjectInfo(self.key, self.size)] if self.key.startswith(prefix) else []
+
+    def read(self, key: str, start: int = 0, end: int | None = None) -> bytes:
+        if key != self.key:
+            raise ObjectNotFound(key)
+        end = self.size if end is None else min(end, self.size)
+        if end <= start:
+            return b""
+        return self.store.read(self.key, self.start + start, self.start + end)
 
 
 def check_torch_zip(
