@@ -598,7 +598,7 @@ def read_tensors(
             elif fmt == "torch-zip":
                 _torch_zip(reader, obj.size, out)
             else:
-                meta = by_key.get(f"{obj.key.rpartition('/')[0]}/.metadata")
+                meta = by_key.get(join_key(obj.key.rpartition("/")[0], ".metadata"))
                 items = None
                 if meta is None:
                     out.problems.append("no .metadata next to the shard: archives found by headers")
