@@ -225,7 +225,7 @@ _RULES: tuple[tuple[FailureClass, re.Pattern[str]], ...] = (
             r"|^(?:Could not (?:override|append to config|delete from config|load|find) "
             r"|Cannot find primary config|Error (?:parsing|merging) override|In '[^']*': )"
             r"|Missing mandatory value|ConfigKeyError|ConfigAttributeError"
-            r"|InterpolationResolutionError"
+            r"|InterpolationResolutionError|Error locating target|InstantiationException"
         ),
     ),
     (
@@ -276,35 +276,19 @@ _RLINF_EXIT = "Exiting main process due to a failure upon worker execution"
 _HYDRA_MARKER = "HYDRA_FULL_ERROR=1 for a complete stack trace"
 _TRACEBACK = "Traceback (most recent call last)"
 _HYDRA_JOB = "Error executing job with overrides"
+# Lines that are no part of a message Hydra printed: Ray's CLI log lines, warnings.
+_NOT_HYDRA = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d|Warning:|warnings\.warn|^\[[A-Z]+ ")
 
 # Substrings one of which every line the tracker acts on holds: the batch is searched for
-# them at C speed and only those lines are looked at (and every line while a traceback is
-# open). Case matters: "ERROR" covers the smoke workload's lines and Hydra's marker.
-_TRIGGERS = (
-    "Traceback",
-    "Error",
-    "Exception",
-    "ERROR",
-    "ray::",
-    "Could not",
-    "Cannot find",
-    "not in struct",
-    "In '",
-    "The actor",
-    "A worker died",
-    "Exiting main process",
-    "Fatal Python",
-    "low on memory",
-    "memory pressure",
-)
-# Once the cause is found, only knock-ons are still counted.
-_KNOCK_TRIGGERS = (
-    "The actor",
-    "A worker died",
-    "ActorDiedError",
-    "RayActorError",
-    "ActorUnavailableError",
-)
+# them at C speed (one ``str.find`` pass each, so few and short) and only those lines are
+# looked at, and every line while a traceback is open. "rror" covers Error and error
+# (``Fatal Python error``, Ray's ``unexpected system error``), "ERROR" the smoke
+# workload's lines and Hydra's marker (its compact errors are found from the marker);
+# "OOM)" is the raylet's line on workers killed for memory.
+_TRIGGERS = ("rror", "ERROR", "xception", "Traceback", "OOM)")
+# Once the cause is found, only knock-ons are still counted: ActorDiedError /
+# RayActorError lines, RLinf's "Exception occurred while running …" lines.
+_KNOCK_TRIGGERS = ("rror", "xception")
 # A traceback not ended within this many log lines is given up (a missed or cut-off end);
 # Hydra's bare message is looked for this many lines above its marker.
 MAX_BLOCK_LINES = 20_000
@@ -397,7 +381,7 @@ class FirstCause:
         self._knock_ons = 0
         self._blocks: dict[str, _Block] = {}
         self._last_knock: dict[str, int] = {}
-        # The previous batch's last lines, for the look back above Hydra's marker.
+        # The log's last lines before this batch, for the look back above Hydra's marker.
         self._tail: tuple[str, ...] = ()
         self._tail_first = 0
 
@@ -431,8 +415,8 @@ class FirstCause:
             i = candidates[c]
             self._line(lines, i, first_index, True)
             i += 1
-        keep = min(n, _LOOK_BACK)
-        self._tail, self._tail_first = tuple(lines[n - keep :]), first_index + n - keep
+        tail = (*self._tail, *lines[max(0, n - _LOOK_BACK) :])[-_LOOK_BACK:]
+        self._tail, self._tail_first = tail, first_index + n - len(tail)
 
     def _line(self, lines: Sequence[str], i: int, first: int, candidate: bool) -> None:
         key, actor, body = _split(lines[i])
@@ -454,9 +438,9 @@ class FirstCause:
             if block.mode == _HYDRA:
                 block.mode = _TB
             return
-        if block.mode == _HYDRA:  # Hydra printed the error bare after its job line
+        if block.mode == _HYDRA:  # Hydra printed a compact error bare after its job line
             del self._blocks[key]
-            self._offer(key, block.actor, text, index, "")
+            self._offer(key, block.actor, text, index, "", HYDRA_COMPOSITION)
             return
         if _RAY_WRAPPER.search(text):
             block.mode, block.wrapper, block.wrapper_line = _WRAPPED, text, index
@@ -514,8 +498,16 @@ class FirstCause:
         ):
             self._offer(key, actor, text, index, "")
 
-    def _offer(self, key: str, actor: str | None, text: str, index: int, context: str) -> None:
-        kind = _classify(text, f"{context} {actor or ''}")
+    def _offer(
+        self,
+        key: str,
+        actor: str | None,
+        text: str,
+        index: int,
+        context: str,
+        default: FailureClass | None = None,
+    ) -> None:
+        kind = _classify(text, f"{context} {actor or ''}") or default
         if kind is ACTOR_KILLED:
             self._knocked(key, actor, text, index)
             return
@@ -540,40 +532,34 @@ class FirstCause:
 
     def _hydra_look_back(self, lines: Sequence[str], i: int, first: int) -> None:
         """Hydra printed a compact error bare (no type, no traceback) just above its
-        marker: the first line of the message that ends at the blank line above it."""
-        above: list[tuple[int, str]] = []
+        marker: the message is the run of driver lines above the marker's blank line; its
+        cause is the line Hydra's wording names, else the run's first line."""
+        run: list[tuple[int, str]] = []  # the message's lines, bottom up
         j = i - 1
-        while len(above) < _LOOK_BACK:
+        while len(run) < _LOOK_BACK:
             if j >= 0:
-                above.append((first + j, lines[j]))
+                index, raw = first + j, lines[j]
             elif -j <= len(self._tail):
-                above.append((self._tail_first + len(self._tail) + j, self._tail[j]))
+                index, raw = self._tail_first + len(self._tail) + j, self._tail[j]
             else:
                 break
             j -= 1
-        found: tuple[int, str] | None = None
-        started = False
-        for index, raw in above:
             key, _, body = _split(raw)
-            if key:
-                break  # an actor's line: the driver's message is above no further
             if not body.strip():
-                if started:
+                if run:
                     break
                 continue
-            if (
-                body.lstrip().startswith(("warnings.warn", "Set the environment"))
-                or "Warning:" in body
-            ):
-                break
-            started = True
-            if body[0] not in " \t":
-                found = (index, body)
-        if found is not None and self._cause is None:
-            index, body = found
-            kind = _classify(body, "") or HYDRA_COMPOSITION
-            self._cause = Cause(index, _quote(body), None, kind, 0, _mount_path(body))
-            self._blocks.clear()
+            if key or _NOT_HYDRA.search(body):
+                break  # an actor's line, Ray's CLI, a warning: the message is above no more
+            run.append((index, body))
+        starts = [(index, body) for index, body in run if body[0] not in " \t"]
+        if not starts or self._cause is not None:
+            return
+        named = [(index, body) for index, body in starts if _classify(body, "") is not None]
+        index, body = (named or starts)[-1]
+        kind = _classify(body, "") or HYDRA_COMPOSITION
+        self._cause = Cause(index, _quote(body), None, kind, 0, _mount_path(body))
+        self._blocks.clear()
 
 
 def _candidates(text: str, triggers: Sequence[str]) -> list[int]:
