@@ -1,4 +1,5 @@
-"""Writes docs/checks.md: every check of the page, where its scenarios and its code live.
+"""Writes docs/checks.md: every check of the page (and, after them, the training checks
+beyond it), where its scenarios and its code live.
 
     .venv/bin/python docs/checkmap.py          # print
     .venv/bin/python docs/checkmap.py --write  # rewrite docs/checks.md
@@ -48,7 +49,8 @@ Every check of the RLark page 在单个 GPU 节点上运行 RLinf (Run RLinf on 
 node), in the order troubleshooting follows: the run record names the *earliest* failing
 check in this order. **static** checks are decided offline from the RLinf config, the Job
 YAML and the run information; **cluster** checks read the target cluster's nodes;
-**runtime** checks need the submitted Job (Step 6).
+**runtime** checks need the submitted Job (Step 6). After the page's 41 come the training
+checks (`T.1`–`T.3`, a section the page does not have): whether the run really trained.
 
 For each check: what the page asks, the page's remedy when it fails (the run record's
 `hint`), the feature files whose scenarios carry its tag (`@check-<ID>`; run them with
@@ -242,7 +244,7 @@ def code_names_by_check() -> dict[str, set[str]]:
 
 def render() -> str:
     sys.path[:0] = [str(ROOT / "src"), str(ROOT), str(ROOT / "docs")]
-    from rlark_acceptance.model.doc_checks import CHECKS
+    from rlark_acceptance.model.doc_checks import ALL_CHECKS
 
     scenarios = scenarios_by_check()
     static = static_code_by_check()
@@ -252,7 +254,7 @@ def render() -> str:
     givens = givens_by_check()
     lines = [HEADER]
     section = None
-    for c in CHECKS:
+    for c in ALL_CHECKS:
         if c.section != section:
             section = c.section
             lines += ["", f"## {section}", ""]
@@ -261,7 +263,7 @@ def render() -> str:
         lines += [
             f"### {c.id} ({c.kind})",
             "",
-            f"- The page asks: {c.says}",
+            f"- {'The page asks' if not c.id.startswith('T.') else 'Beyond the page'}: {c.says}",
             f"- Remedy: {c.remedy}",
             "- Scenarios: " + _list(features, "none"),
             "- Steps: " + _list(steps.get(c.id, []), "none"),

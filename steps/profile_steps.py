@@ -22,6 +22,11 @@ def run_command_override(workspace: Workspace, override: str) -> None:
     workspace.add_override(override)
 
 
+@given(parsers.parse("the profile's {key} timeout is {seconds:d} s"))
+def profile_timeout(workspace: Workspace, key: str, seconds: int) -> None:
+    workspace.profile.setdefault("timeouts", {})[key] = seconds
+
+
 @given(parsers.parse('the run command loads the config "{name}"'))
 def run_command_config(workspace: Workspace, name: str) -> None:
     def edit(text: str) -> str:

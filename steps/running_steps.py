@@ -11,6 +11,7 @@ from pytest_bdd import given, parsers, then, when
 from fixtures.workspace import Workspace
 from rlark_acceptance.model.doc_checks import CheckId, remedy
 from rlark_acceptance.model.profile import load_profile
+from rlark_acceptance.model.training import TRAINING_IDS
 from rlark_acceptance.preflight.entry import preflight_profile
 from rlark_acceptance.run.acceptance import AcceptanceRun, accept, submit_and_confirm
 from rlark_acceptance.run.evidence import NOT_REACHED, preflight_stop
@@ -74,6 +75,8 @@ def submitted(run: AcceptanceRun) -> None:
 
 def _phase(run: AcceptanceRun, check: str) -> None:
     assert run.record is not None
+    if check in TRAINING_IDS and check not in run.record.training:
+        pytest.skip(f"[{check}] off: the profile's training.checks leave it out")
     p = run.record.phases.get(check)
     if p is None or p.status not in ("passed", "failed"):  # skipped / not reached
         why = p.message if p and NOT_REACHED in p.message else NOT_REACHED
@@ -122,6 +125,21 @@ def checkpoint_readable(run: AcceptanceRun) -> None:
     assert run.record.checkpoint.ok, f"[6.5] {run.record.checkpoint.summary()}"
 
 
+@then("the run reaches the steps its config asks for, without stalling")
+def steps_advance(run: AcceptanceRun) -> None:
+    _phase(run, CheckId.STEPS_ADVANCE)
+
+
+@then("its TensorBoard scalars are there, every value finite and within the profile's bounds")
+def metrics_real(run: AcceptanceRun) -> None:
+    _phase(run, CheckId.METRICS_REAL)
+
+
+@then("its checkpoint is its own, with finite tensors that training changed")
+def checkpoint_trained(run: AcceptanceRun) -> None:
+    _phase(run, CheckId.CHECKPOINT_TRAINED)
+
+
 @then("it is still readable after the Worker is gone")
 def readable_after_delete(run: AcceptanceRun) -> None:
     assert run.record is not None
@@ -162,6 +180,25 @@ def earliest_failure(fault_run: AcceptanceRun, check: str, text: str | None) -> 
     assert first.check == check, f"the earliest failure is {first.check}, not {check}: {phases}"
     if text:
         assert text in first.message, f"{first.check} says {first.message!r}, not {text!r}"
+
+
+@then(parsers.re(r'check (?P<check>[\w.]+) failed too, naming "(?P<text>[^"]+)"$'))
+def also_failed(fault_run: AcceptanceRun, check: str, text: str) -> None:
+    rec = fault_run.record
+    assert rec is not None
+    p = rec.phases.get(check)
+    assert p is not None and p.status == "failed", f"[{check}] {p.status if p else 'not decided'}"
+    assert text in p.message, f"{check} says {p.message!r}, not {text!r}"
+
+
+@then(parsers.parse('the failure quotes the run\'s first error "{first}", not "{later}"'))
+def first_error_quoted(fault_run: AcceptanceRun, first: str, later: str) -> None:
+    rec = fault_run.record
+    assert rec is not None and rec.earliest_failure is not None
+    message = rec.earliest_failure.message
+    quoted = message.partition("its first error")[2]
+    assert first in quoted, f"{rec.earliest_failure.check} says {message!r}"
+    assert later not in quoted, f"{rec.earliest_failure.check} quotes a knock-on: {message!r}"
 
 
 @then(parsers.parse("the verdict did not wait for the {timeout} timeout"))

@@ -147,6 +147,8 @@ def test_run_summary_has_the_documented_keys() -> None:
     report.outputs = {"checkpoint": "s3://b/p", "steps": [2], "kept": "s3://b/p", "removed": 0}
     report.error = "a usage error"
     report.interrupted, report.interrupted_at = True, "b"
+    report.training = {"checks": ["T.1"], "steps": {"reached": 1, "printedTotal": 5}}
+    report.first_cause = {"logLine": 9, "quote": "OSError: [Errno 5] Input/output error: '/m'"}
     real = report.summary()
     assert set(real["interruptedAt"]) == set(doc["interruptedAt"])
     assert set(real) == set(doc)

@@ -469,7 +469,7 @@ def test_a_waiting_phase_reports_progress_every_second(base: Any, tmp_path: Path
     assert NODE  # the scripted Pod's node is the profile's expected node
 
 
-def test_a_run_script_that_dies_is_quoted_by_its_last_error_line(base: Any, tmp_path: Path) -> None:
+def test_a_run_script_that_dies_is_quoted_by_its_first_error(base: Any, tmp_path: Path) -> None:
     # Ray's token auth refusing the Worker's own ray.init, as a shared HOME made it happen.
     script = [
         *started(),
@@ -485,7 +485,7 @@ def test_a_run_script_that_dies_is_quoted_by_its_last_error_line(base: Any, tmp_
     check, message, _ = verdict(rec)
     assert check == "6.4"
     assert (
-        'exit code 1; its last error line: "ray.exceptions.AuthenticationError: '
+        'exit code 1; its first error (log line 6): "ray.exceptions.AuthenticationError: '
         'InvalidAuthToken: the token was refused"; the run script printed no progress-like line'
     ) in message, message
 
@@ -494,7 +494,7 @@ def test_a_worker_that_succeeds_quotes_no_error_line(base: Any, tmp_path: Path) 
     script = [*started(), line(2.5, "error: a warning the workload survived"), end(3.0)]
     script.append(pod(3.1, "Succeeded", exit_code=0, reason="Completed"))
     rec, _ = run(base, tmp_path, script)
-    assert "last error line" not in verdict(rec)[1]
+    assert "first error" not in verdict(rec)[1] and "last error line" not in verdict(rec)[1]
 
 
 # --- the target stops answering ----------------------------------------------------------

@@ -73,6 +73,12 @@ class CheckId:
     PROGRESS_LOGGED: Final = "6.4"
     OUTPUT_PERSISTED: Final = "6.5"
 
+    # Beyond the page: did the run really train (``TRAINING`` below). ``T.`` is no section
+    # of the page, so these IDs cannot be read as one of its checks.
+    STEPS_ADVANCE: Final = "T.1"
+    METRICS_REAL: Final = "T.2"
+    CHECKPOINT_TRAINED: Final = "T.3"
+
 
 @dataclass(frozen=True)
 class DocCheck:
@@ -394,8 +400,49 @@ CHECKS: tuple[DocCheck, ...] = (
     ),
 )
 
-BY_ID: dict[str, DocCheck] = {c.id: c for c in CHECKS}
-ORDER: dict[str, int] = {c.id: i for i, c in enumerate(CHECKS)}
+# Checks of the training itself, after the page's: a run can pass all 41 while it trains
+# garbage (non-finite losses, a stall after its first step, weights that never change, an
+# earlier run's checkpoint). Each is on by default for a workload that trains and switchable
+# in the profile's ``training:``; they come after 6.5 in the troubleshooting order.
+TRAINING_SECTION = "训练检查 Training checks (beyond the page)"
+
+TRAINING: tuple[DocCheck, ...] = (
+    DocCheck(
+        "T.1",
+        TRAINING_SECTION,
+        "runtime",
+        "the run reaches the steps its validated config asks for, without stalling",
+        "Training: find why the run stopped advancing (its first error, GPU memory, the data "
+        "and environment workers); lower the steps the config asks for "
+        "(runner.max_epochs / max_steps, or the profile's training.steps) only if they were "
+        "not meant",
+    ),
+    DocCheck(
+        "T.2",
+        TRAINING_SECTION,
+        "runtime",
+        "the run's TensorBoard scalars are there, finite and within the profile's bounds",
+        "Training: a non-finite or out-of-bounds metric is a platform or data fault as often "
+        "as a config one: compare the GPU, driver and image with the last release that "
+        "trained, check the data mount; a run with no scalars needs "
+        "runner.logger.logger_backends to include tensorboard",
+    ),
+    DocCheck(
+        "T.3",
+        TRAINING_SECTION,
+        "runtime",
+        "the checkpoint is this run's, its tensors finite and changed by training",
+        "Training: weights that are non-finite or never change are a training fault "
+        "(optimizer, learning rate, a frozen model, a rollout that yields nothing); a "
+        "checkpoint older than the run is an earlier run's: give each run an output "
+        "location of its own",
+    ),
+)
+# Every check the record knows, in troubleshooting order: the page's, then the training's.
+ALL_CHECKS: tuple[DocCheck, ...] = CHECKS + TRAINING
+
+BY_ID: dict[str, DocCheck] = {c.id: c for c in ALL_CHECKS}
+ORDER: dict[str, int] = {c.id: i for i, c in enumerate(ALL_CHECKS)}
 
 
 # Where one remedy of the doc does not fit every way a check fails, the failure's message

@@ -19,6 +19,7 @@ from rlark_acceptance.model.keypath import dotted
 from rlark_acceptance.model.keypath import parse as parse_key
 from rlark_acceptance.model.options import OptionsSource, keys_of, parse_dataclass, parse_options
 from rlark_acceptance.model.timeouts import Timeouts, parse_timeouts
+from rlark_acceptance.model.training import TrainingSpec, parse_training
 from rlark_acceptance.model.yamlsrc import YamlDoc, load_yaml
 
 
@@ -105,6 +106,7 @@ class Profile:
     real_robot_confirmed: bool
     timeouts: Timeouts
     job_normaliser: str | None = None  # a site's own reader of its console's Job YAML
+    training: TrainingSpec = field(default_factory=TrainingSpec)  # T.1-T.3
 
     def loc(self, *keys: Any) -> Location:
         return self.doc.loc(*keys)
@@ -189,6 +191,7 @@ def load_profile(path: str | Path) -> Profile:
     overrides = _overrides(doc, rlinf)
     run_info = _run_info(doc)
     timeouts = _timeouts(doc)
+    training = parse_training(doc)
     confirmed = _real_robot_confirmed(doc)
     config, config_dir = _config(doc, rlinf, base)
     return Profile(
@@ -204,6 +207,7 @@ def load_profile(path: str | Path) -> Profile:
         real_robot_confirmed=confirmed,
         timeouts=timeouts,
         job_normaliser=_job_normaliser(doc),
+        training=training,
     )
 
 

@@ -22,6 +22,10 @@ class Bound(Enum):
     RAY_HEAD = "rayHead"  # 6.3: Ray's start-up and the run script's first line
     FIRST_SIGNAL = "firstSignal"  # 6.4: the profile's first-signal regex in the log
     OUTPUT = "output"  # 6.5: an intact checkpoint at the expected location
+    TRAINING = "training"  # T.1: the run reaches the steps its config asks for
+    # Not a phase: how long the run may go without a new step before T.1 calls it stalled
+    # (and, after its last step, how long the Worker may take to end before T.2 reads).
+    PROGRESS = "progress"
     # Not a phase: how long the target's API server may stay unreachable before the phase
     # waited for fails naming it (an API server restart takes seconds).
     API_SERVER = "apiServer"
@@ -40,6 +44,8 @@ class Timeouts:
     ray_head: float = 600.0
     first_signal: float = 1800.0
     output: float = 3600.0
+    training: float = 7200.0
+    progress: float = 600.0
     api_server: float = 30.0
 
     def __getitem__(self, bound: Bound) -> float:

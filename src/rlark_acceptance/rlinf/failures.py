@@ -584,3 +584,15 @@ def _candidates(text: str, triggers: Sequence[str]) -> list[int]:
         if not out or out[-1] != index:
             out.append(index)
     return out
+
+
+_BY_ID = {c.id: c for c in FAILURE_CLASSES}
+# How a failure's message names the class of its first error (``observed.cause_text``):
+# ``its first error [mount-io-error: …]``.
+_NAMED = re.compile(r"its first error \[(?P<id>[a-z-]+):")
+
+
+def class_in(message: str) -> FailureClass | None:
+    """The failure class a failure's message names for the Worker's first error, if any."""
+    m = _NAMED.search(message)
+    return _BY_ID.get(m.group("id")) if m else None

@@ -29,8 +29,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from rlark_acceptance.model.doc_checks import CHECKS, ORDER, earliest, remedy
+from rlark_acceptance.model.doc_checks import ALL_CHECKS, ORDER, earliest, remedy
 from rlark_acceptance.model.findings import Location
+from rlark_acceptance.rlinf.failures import class_in
 from rlark_acceptance.run.step6.run_id import new_run_id
 
 Status = Literal["passed", "failed", "notReached", "skipped"]
@@ -127,6 +128,10 @@ class RunReport:
     # What the record warns of without a check failing: clean-ups that failed (what is
     # left), lines of the Worker's log the target lost unread.
     warnings: list[str] = field(default_factory=list)
+    # What the training checks read (steps, scalars, checkpoints), and the Worker's first
+    # error when the run failed (its quote, class and remedy).
+    training: dict[str, Any] | None = None
+    first_cause: dict[str, Any] | None = None
 
     def add(self, scenario: ScenarioRecord) -> ScenarioRecord:
         return self.scenarios.setdefault(scenario.nodeid, scenario)
@@ -137,9 +142,10 @@ class RunReport:
     # -- the record ------------------------------------------------------------------------
 
     def check_results(self) -> dict[str, CheckResult]:
-        """Every doc check, from the profile-as-is scenarios that name it."""
+        """Every check (the page's, then the training's), from the profile-as-is scenarios
+        that name it."""
         out: dict[str, CheckResult] = {}
-        for c in CHECKS:
+        for c in ALL_CHECKS:
             seen = [s.result(c.id) for s in self.of_kind("profile") if c.id in s.checks]
             if not seen:
                 out[c.id] = CheckResult(c.id, "notReached" if self.error else "skipped")
@@ -171,7 +177,7 @@ class RunReport:
             "scenario": scenario.name,
             "step": scenario.step,
             "message": message,
-            "hint": remedy(first, message),
+            "hint": hint(first, message),
         }
         if result.location:
             out["location"] = str(result.location)
@@ -250,6 +256,10 @@ class RunReport:
             out["outputs"] = self.outputs
         if self.warnings:
             out["warnings"] = list(self.warnings)
+        if self.training is not None:
+            out["training"] = self.training
+        if self.first_cause is not None:
+            out["firstCause"] = self.first_cause
         return out
 
     def exit_failed(self) -> bool:
@@ -259,6 +269,18 @@ class RunReport:
         s = self.summary()
         bad = {"failed", "notReached"} & set(s["checks"].values())
         return bool(bad or s["selfChecks"]["failed"] or self.error or self.interrupted)
+
+
+def hint(check: str, message: str | None) -> str:
+    """The remedy of a failure: where the Worker's first error is of a class RLinf users
+    meet (a store that stopped answering, GPU memory, NCCL …), that class's remedy first,
+    since the doc's remedy for the check (``check the RLinf config``) is then the wrong
+    place to start; the doc's own remedy otherwise."""
+    doc = remedy(check, message)
+    kind = class_in(message or "")
+    if kind is None:
+        return doc
+    return f"{kind.remedy} (first error: {kind.title}; the doc's remedy for {check}: {doc})"
 
 
 def _first(checks: list[str]) -> str:

@@ -15,17 +15,22 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from rlark_acceptance.model.doc_checks import BY_ID, CHECKS, CheckId, earliest, remedy
+from rlark_acceptance.model.doc_checks import ALL_CHECKS, BY_ID, CheckId, earliest
+from rlark_acceptance.model.training import TRAINING_IDS
+from rlark_acceptance.rlinf.failures import class_in
 from rlark_acceptance.run.report import Kind, RunReport, ScenarioRecord
+from rlark_acceptance.run.report import hint as remedy
 from rlark_acceptance.secrets import Redactor
 
-__all__ = ["remedy"]  # writers.remedy: the doc's remedy for a failure, as every writer says it
+# writers.remedy: the remedy of a failure, as every writer says it (the doc's, or that of the
+# class of the Worker's first error when it is one RLinf users meet).
+__all__ = ["remedy"]
 
 PAGE = "在单个 GPU 节点上运行 RLinf"
 SUMMARY_FILE = "run-summary.json"
 
 # Sections in the page's order, numbered so that every tree sorted by name reads as the page.
-SECTIONS: tuple[str, ...] = tuple(dict.fromkeys(c.section for c in CHECKS))
+SECTIONS: tuple[str, ...] = tuple(dict.fromkeys(c.section for c in ALL_CHECKS))
 
 
 def run_redactor() -> Redactor:
@@ -95,8 +100,12 @@ def doc_anchor(check: str) -> str:
     return "check-" + check.replace(".", "-").lower()
 
 
+def remedy_label(message: str | None) -> str:
+    return "the doc's remedy" if class_in(message or "") is None else "remedy"
+
+
 def remedy_line(check: str, message: str | None = None) -> str:
-    return f"[{check}] the doc's remedy: {remedy(check, message)}"
+    return f"[{check}] {remedy_label(message)}: {remedy(check, message)}"
 
 
 # -- JUnit --------------------------------------------------------------------------------
@@ -288,7 +297,7 @@ def description(feature_text: str, check: str, message: str | None, redactor: Re
     parts = [f"**{check} failed** ({BY_ID[check].section}): {BY_ID[check].says}"]
     if message:
         parts.append(quoted(message))
-    parts.append(f"**The doc's remedy:** {remedy(check, message)}")
+    parts.append(f"**{remedy_label(message).capitalize()}:** {remedy(check, message)}")
     if feature_text:
         parts.append(feature_text)
     return redactor.redact("\n\n".join(parts))
@@ -299,7 +308,7 @@ def allure2_categories() -> list[dict[str, Any]]:
     every failure message carries."""
     out = []
     for i, section in enumerate(SECTIONS, 1):
-        ids = "|".join(re.escape(c.id) for c in CHECKS if c.section == section)
+        ids = "|".join(re.escape(c.id) for c in ALL_CHECKS if c.section == section)
         out.append(
             {
                 "name": f"{i:02d} not accepted: {section}",
@@ -349,10 +358,15 @@ def terminal_lines(data: dict[str, Any], path: Path) -> list[str]:
         s: sum(1 for v in data["checks"].values() if v == s)
         for s in ("passed", "failed", "notReached", "skipped")
     }
+    training = [c for c in data["checks"] if c in TRAINING_IDS]
+    page = len(data["checks"]) - len(training)
+    passed_page = sum(1 for c, v in data["checks"].items() if v == "passed" and c not in training)
+    passed_training = sum(1 for c in training if data["checks"][c] == "passed")
     out = [
         f"verdict: {data['verdict']}  checks: {counts['passed']} passed, "
         f"{counts['failed']} failed, {counts['notReached']} not reached, "
-        f"{counts['skipped']} not selected  ({path})"
+        f"{counts['skipped']} not selected (the page's {passed_page}/{page}, the training's "
+        f"{passed_training}/{len(training)} passed)  ({path})"
     ]
     if data.get("runId"):
         out.append(f"run id: {data['runId']}")
@@ -367,6 +381,12 @@ def terminal_lines(data: dict[str, Any], path: Path) -> list[str]:
     if e:
         where = f" ({e['location']})" if e.get("location") else ""
         out += [f"earliest failing check: {e['check']}{where} — {e['message']}", f"  → {e['hint']}"]
+    cause = data.get("firstCause")
+    if cause:
+        kind = f" [{cause['class']}: {cause['title']}]" if cause.get("class") else ""
+        out.append(
+            f"the Worker's first error{kind} (log line {cause['logLine']}): {cause['quote']}"
+        )
     if data["notReached"]:
         out.append("not reached: " + ", ".join(data["notReached"]))
     self_checks = data["selfChecks"]

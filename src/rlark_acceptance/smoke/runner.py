@@ -52,6 +52,10 @@ class MetricLogger:
             for k, v in metrics.items():
                 self.writer.add_scalar(k, v, step)
 
+    def flush(self) -> None:
+        if self.writer is not None:
+            self.writer.flush()
+
     def finish(self) -> None:
         if self.writer is not None:
             self.writer.close()
@@ -96,5 +100,34 @@ def run(cfg: dict[str, Any]) -> None:
             metric_logger.log(metrics, global_step)
             table = format_table(global_step, max_steps, time.monotonic() - start, metrics)
             print(table, flush=True)
+            if spec.stall_after_step is not None and global_step >= spec.stall_after_step:
+                metric_logger.flush()
+                stall()
+    except Exception:
+        if spec.kill_actors_on_failure:
+            knock_on(env, rollout)
+        raise
     finally:
         metric_logger.finish()
+
+
+def stall() -> None:
+    """What a run that hangs looks like from outside: alive, and printing no further step
+    (a dead-locked collective, an environment worker that never answers)."""
+    print("smoke.stall_after_step: the run hangs here", flush=True)
+    while True:
+        time.sleep(3600)
+
+
+def knock_on(*actors: Any) -> None:
+    """As RLinf's teardown after a failed actor: the others are killed, and the next call to
+    one of them raises ``ActorDiedError``, the knock-on that a log then ends with."""
+    import ray
+
+    for actor in actors:
+        ray.kill(actor)
+    try:
+        ray.get(actors[0].reset.remote(1))
+    except ray.exceptions.RayActorError as exc:
+        print(f"knock-on of the failed actor: {type(exc).__name__}", flush=True)
+        raise

@@ -49,6 +49,9 @@ class SmokeSpec:
     clip_ratio_high: float
     normalize_advantages: bool
     crash_at_step: int | None
+    nan_from_step: int | None
+    stall_after_step: int | None
+    kill_actors_on_failure: bool
     write_optimizer_state: bool
     actor_group: str
     rollout_group: str
@@ -57,6 +60,8 @@ class SmokeSpec:
     @classmethod
     def from_cfg(cls, cfg: dict[str, Any]) -> SmokeSpec:
         crash = _get(cfg, "smoke.crash_at_step", None)
+        nan = _get(cfg, "smoke.nan_from_step", None)
+        stall = _get(cfg, "smoke.stall_after_step", None)
         return cls(
             obs_dim=_dim(cfg, "actor.model.obs_dim", 6, MAX_OBS_DIM),
             num_actions=_dim(cfg, "actor.model.action_dim", 4, MAX_ACTIONS),
@@ -74,6 +79,9 @@ class SmokeSpec:
             clip_ratio_high=float(_get(cfg, "algorithm.clip_ratio_high", 0.2)),
             normalize_advantages=bool(_get(cfg, "algorithm.normalize_advantages", True)),
             crash_at_step=None if crash is None else int(crash),
+            nan_from_step=None if nan is None else int(nan),
+            stall_after_step=None if stall is None else int(stall),
+            kill_actors_on_failure=bool(_get(cfg, "smoke.kill_actors_on_failure", False)),
             write_optimizer_state=bool(_get(cfg, "smoke.write_optimizer_state", True)),
             actor_group=str(_get(cfg, "actor.group_name", "ActorGroup")),
             rollout_group=str(_get(cfg, "rollout.group_name", "RolloutGroup")),

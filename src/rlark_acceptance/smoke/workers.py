@@ -77,6 +77,7 @@ class ActorWorker:
         if spec.normalize_advantages and len(adv) > 1:
             adv = (adv - adv.mean()) / (adv.std() + 1e-8)
         metrics: dict[str, float] = {}
+        diverged = spec.nan_from_step is not None and step >= spec.nan_from_step
         for _ in range(spec.update_epoch):
             grads, metrics = toy.ppo_grads(
                 self.params,
@@ -88,6 +89,11 @@ class ActorWorker:
                 spec.clip_ratio_low,
                 spec.clip_ratio_high,
             )
+            if diverged:
+                # What a broken kernel or driver does to a real run: the loss and the
+                # gradients turn NaN, the optimizer carries it into every weight.
+                grads = {k: g * np.float32("nan") for k, g in grads.items()}
+                metrics = {k: float("nan") for k in metrics}
             metrics["grad_norm"] = toy.clip_grad_norm(grads, spec.clip_grad)
             self.optim.step(self.params, grads)
         metrics["lr"] = self.optim.lr

@@ -17,12 +17,18 @@ import math
 import os
 import struct
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from rlark_acceptance.storage.store import Store, StoreError, StoreUnavailable, join_key
+from rlark_acceptance.storage.store import (
+    Store,
+    StoreError,
+    StoreUnavailable,
+    join_key,
+    list_for_report,
+)
 
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024  # per event file; beyond it, the first bytes only
 CHUNK_BYTES = 8 * 1024 * 1024
@@ -147,8 +153,16 @@ def _stopped_short(path: Path, at: int, have: int, complete: bool) -> str | None
     )
 
 
-def read_scalars(store: Store, prefix: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ScalarsReport:
-    """Every scalar of the ``*tfevents*`` objects under ``prefix``, files in key order.
+def read_scalars(
+    store: Store,
+    prefix: str,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    since: Mapping[str, tuple[int, float | None]] | None = None,
+) -> ScalarsReport:
+    """Every scalar of the ``*tfevents*`` objects under ``prefix``, files in key order;
+    ``since``: a listing taken earlier (key → size, modified), whose unchanged objects are
+    not this run's and are left out.
 
     Unreadable, truncated or corrupt files are problems of the report, never exceptions
     (scalars before the damage are kept); only a store that stops answering raises
@@ -160,14 +174,15 @@ def read_scalars(store: Store, prefix: str, *, max_bytes: int = DEFAULT_MAX_BYTE
 
     prefix = join_key(prefix)
     report = ScalarsReport(location=f"{store.describe().rstrip('/')}/{prefix}".rstrip("/"))
-    try:
-        objects = store.list(prefix + "/" if prefix else "")
-    except StoreUnavailable:
-        raise
-    except StoreError as e:
-        report.problems.append(f"cannot list {prefix or '/'}: {e.code}: {e.detail}")
+    objects = list_for_report(store, prefix, report.problems)
+    if objects is None:
         return report
-    events = [o for o in objects if "tfevents" in o.key.rsplit("/", 1)[-1]]
+    before = since or {}
+    events = [
+        o
+        for o in objects
+        if "tfevents" in o.key.rsplit("/", 1)[-1] and before.get(o.key) != (o.size, o.modified)
+    ]
     if not events:
         report.problems.append(f"{prefix or '/'}: no TensorBoard event files")
         return report

@@ -337,3 +337,16 @@ class S3Store:
             return self._get(self._full(key), byte_range)
         except Exception as e:
             raise self._error(e, key) from None
+
+
+def list_for_report(store: Store, prefix: str, problems: list[str]) -> list[ObjectInfo] | None:
+    """``store.list`` under ``prefix`` for a reader that reports rather than raises: a store
+    that stops answering still raises (nothing is known then), any other failure is one
+    problem of the report and None."""
+    try:
+        return store.list(prefix + "/" if prefix else "")
+    except StoreUnavailable:
+        raise
+    except StoreError as e:
+        problems.append(f"cannot list {prefix or '/'}: {e.code}: {e.detail}")
+        return None

@@ -38,6 +38,7 @@ from rlark_acceptance.storage.store import (
     StoreError,
     StoreUnavailable,
     join_key,
+    list_for_report,
 )
 from rlark_acceptance.storage.torchzip import (
     CDH_SIG,
@@ -564,12 +565,8 @@ def read_tensors(
         raise ValueError(f"chunk_bytes must be a positive multiple of 16, not {chunk_bytes}")
     prefix = join_key(prefix)
     report = TensorsReport(location=f"{store.describe().rstrip('/')}/{prefix}".rstrip("/"))
-    try:
-        objects = store.list(prefix + "/" if prefix else "")
-    except StoreUnavailable:
-        raise
-    except StoreError as e:
-        report.problems.append(f"cannot list {prefix or '/'}: {e.code}: {e.detail}")
+    objects = list_for_report(store, prefix, report.problems)
+    if objects is None:
         return report
 
     def rel(o: ObjectInfo) -> str:

@@ -11,20 +11,25 @@ from typing import TYPE_CHECKING
 from rlark_acceptance.adapters.base import LOG_LOST, Adapter, Event, PodStatus
 from rlark_acceptance.model.doc_checks import CheckId
 from rlark_acceptance.model.job import Job
+from rlark_acceptance.model.timeouts import Bound
+from rlark_acceptance.model.training import TRAINING_IDS
 from rlark_acceptance.run.step6.engine import Engine, PhaseFailed, Progress
 from rlark_acceptance.run.step6.first_signal import FirstSignal
 from rlark_acceptance.run.step6.journal import Journal, identity, open_journal, sweep_dead_runs
 from rlark_acceptance.run.step6.listed import Listed
 from rlark_acceptance.run.step6.location import Location, Unlocated, locate, output_store
+from rlark_acceptance.run.step6.metrics import MetricsReal
 from rlark_acceptance.run.step6.output import Output
 from rlark_acceptance.run.step6.outputs import settle_outputs
 from rlark_acceptance.run.step6.phase import Phase
 from rlark_acceptance.run.step6.plan import Step6Plan
 from rlark_acceptance.run.step6.printed_config import AsValidated, OneNode
 from rlark_acceptance.run.step6.ray_head import RayHead
-from rlark_acceptance.run.step6.record import PHASES, PhaseResult, RunRecord
+from rlark_acceptance.run.step6.record import PhaseResult, RunRecord
 from rlark_acceptance.run.step6.run_id import output_mount
 from rlark_acceptance.run.step6.scheduled import Scheduled
+from rlark_acceptance.run.step6.steps import StepsAdvance
+from rlark_acceptance.run.step6.trained import CheckpointTrained
 
 if TYPE_CHECKING:
     from rlark_acceptance.run.outcome import AcceptanceRun
@@ -39,15 +44,29 @@ class Interrupted(KeyboardInterrupt):
         self.run: AcceptanceRun | None = None  # set by ``accept``, which has the pre-flight
 
 
-def phases(plan: Step6Plan, expected: Location | Unlocated) -> tuple[list[Phase], list[Phase]]:
-    """The phases awaited in the page's order, and those read along the way."""
-    awaited: list[Phase] = [
-        Listed(plan.manifest),
-        Scheduled(plan.expected_node),
-        RayHead(),
-        FirstSignal(),
-        Output(expected, delete_after=plan.delete_after),
-    ]
+def phases(
+    plan: Step6Plan, expected: Location | Unlocated, events: Location | Unlocated | None = None
+) -> tuple[list[Phase], list[Phase]]:
+    """The phases awaited, and those read along the way.
+
+    The page's order, with the training checks where what they need is there: the steps
+    (T.1) and the scalars (T.2) before 6.5 deletes the Worker (a run stopped at its first
+    checkpoint proves nothing of its last step), the checkpoint's tensors (T.3) after it.
+    """
+    t = plan.training
+    awaited: list[Phase] = [Listed(plan.manifest), Scheduled(plan.expected_node), RayHead()]
+    awaited.append(FirstSignal())
+    after = CheckId.PROGRESS_LOGGED
+    if t is not None and t.on(CheckId.STEPS_ADVANCE):
+        awaited.append(StepsAdvance(t.target, plan.timeouts[Bound.PROGRESS]))
+        after = CheckId.STEPS_ADVANCE
+    if t is not None and t.on(CheckId.METRICS_REAL):
+        located = events if events is not None else Unlocated("no TensorBoard location")
+        grace = plan.timeouts[Bound.PROGRESS]
+        awaited.append(MetricsReal(located, t.expect, after=after, grace=grace))
+    awaited.append(Output(expected, delete_after=plan.delete_after))
+    if t is not None and t.on(CheckId.CHECKPOINT_TRAINED):
+        awaited.append(CheckpointTrained(expected))
     along: list[Phase] = [OneNode()]
     if plan.validated is not None:
         along.append(AsValidated(plan.validated))
@@ -67,12 +86,14 @@ def confirm_running(
     Raises ``Interrupted`` (a KeyboardInterrupt) with the record so far on SIGINT / SIGTERM.
     """
     where = Outputs.before_submission(adapter, plan)
-    awaited, along = phases(plan, where.expected)
+    awaited, along = phases(plan, where.expected, where.events)
+    training = tuple(p.check for p in awaited if p.check in TRAINING_IDS)
     engine = Engine(
         adapter,
-        RunRecord(job=plan.job, run_id=plan.run_id),
+        RunRecord(job=plan.job, run_id=plan.run_id, training=training),
         plan.timeouts,
         signal=plan.signal,
+        steps=plan.training.step_pattern if plan.training is not None else None,
         read_along=along,
         clock=clock,
         on_phase=on_phase,
@@ -82,7 +103,14 @@ def confirm_running(
     interrupt: KeyboardInterrupt | None = None
     try:
         for phase in awaited:
-            engine.run(phase)
+            try:
+                engine.run(phase)
+            except PhaseFailed:
+                # A training check that failed leaves the page's checks after it to judge
+                # (a run that stalled may still have written its checkpoint); a page check
+                # that failed ends the run, as the page's troubleshooting order says.
+                if phase.check not in TRAINING_IDS:
+                    raise
     except PhaseFailed:
         pass
     except KeyboardInterrupt as exc:
@@ -99,6 +127,8 @@ def confirm_running(
 def _finish(adapter: Adapter, engine: Engine, plan: Step6Plan, where: Outputs) -> None:
     """The evidence into the record, what was not reached said so, the outputs settled."""
     rec = engine.rec
+    log = engine.seen.log
+    rec.step, rec.step_total, rec.first_cause = log.steps.step, log.steps.total, log.cause.cause
     lost = [e for e in rec.events if e.reason == LOG_LOST]
     if rec.ref is not None:
         rec.pods, rec.events = _evidence(adapter, rec, lost)
@@ -124,6 +154,7 @@ class Outputs:
     expected: Location | Unlocated
     outputs: Location | Unlocated
     journal: Journal | None = field(default=None)
+    events: Location | Unlocated | None = None  # the run's TensorBoard events (T.2)
 
     @classmethod
     def before_submission(cls, adapter: Adapter, plan: Step6Plan) -> Outputs:
@@ -152,7 +183,18 @@ class Outputs:
         journal = None
         if plan.delete_after and plan.keep_outputs != "always" and isinstance(outputs, Location):
             journal = open_journal(outputs, run_id=plan.run_id, shared=shared)
-        return cls(expected, outputs, journal)
+        events = None
+        t = plan.training
+        if t is not None and t.on(CheckId.METRICS_REAL):
+            events = (
+                locate(adapter, plan.job, t.tensorboard, known=expected)
+                if t.tensorboard
+                else Unlocated(
+                    "no TensorBoard location: set runner.logger.log_path, the Job's "
+                    "tensorboard.logDir or the profile's training.tensorboard"
+                )
+            )
+        return cls(expected, outputs, journal, events)
 
 
 def _runs_own(adapter: Adapter, job: Job, root: object) -> tuple[str, str] | None:
@@ -207,7 +249,7 @@ def _log_lost(rec: RunRecord, lost: list[Event]) -> None:
 
 
 def _not_reached(rec: RunRecord) -> None:
-    for check in PHASES:
+    for check in rec.expected:
         if check not in rec.phases:
             failed = rec.earliest_failure
             why = f"not reached: {failed.check} failed" if failed else "not reached"

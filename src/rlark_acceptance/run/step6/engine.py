@@ -17,7 +17,8 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from datetime import UTC, datetime
+from typing import Protocol, assert_never
 
 from rlark_acceptance.adapters.base import (
     Adapter,
@@ -27,6 +28,8 @@ from rlark_acceptance.adapters.base import (
     TargetUnreachable,
 )
 from rlark_acceptance.model.timeouts import Bound, Timeouts
+from rlark_acceptance.rlinf.failures import MOUNT_IO_ERROR
+from rlark_acceptance.run.step6.location import output_store
 from rlark_acceptance.run.step6.observed import (
     Observed,
     Reading,
@@ -43,10 +46,13 @@ from rlark_acceptance.run.step6.phase import (
     Phase,
     Probe,
     ReadOutputs,
+    ReadScalars,
+    ReadTensors,
     Submit,
 )
+from rlark_acceptance.run.step6.readings import checkpoints_at, scalars_at
 from rlark_acceptance.run.step6.record import PhaseResult, RunRecord
-from rlark_acceptance.storage import StoreError
+from rlark_acceptance.storage import ObjectNotFound, StoreError
 from rlark_acceptance.storage import verify_checkpoints as _verify
 
 # After the Worker's log ended, how long to wait for the Pod status that carries the exit code.
@@ -106,6 +112,7 @@ class Engine:
         timeouts: Timeouts,
         *,
         signal: re.Pattern[str] | None,
+        steps: re.Pattern[str] | None = None,
         read_along: Sequence[Phase] = (),
         clock: Callable[[], float] = time.monotonic,
         on_phase: Callable[[PhaseResult], None] | None = None,
@@ -118,7 +125,7 @@ class Engine:
         self.on_phase = on_phase
         self.on_progress = on_progress
         self.read_along = list(read_along)
-        self.seen = Observed(clock(), signal, record.log)
+        self.seen = Observed(clock(), signal, record.log, steps)
         self.stream: Stream | None = None
         self.settled = False  # the Worker's final state was collected (``settle``)
         self.worker_deleted = False
@@ -130,12 +137,48 @@ class Engine:
     def done(self, check: str, passed: bool, message: str) -> None:
         result = PhaseResult(check, "passed" if passed else "failed", message, self.since())
         self.rec.phases[check] = result
+        self.seen.decided[check] = self.clock()
+        if not passed:
+            self.seen.failed.add(check)
         if self.on_phase:
             self.on_phase(result)
 
     def fail(self, phase: Phase, message: str) -> PhaseFailed:
+        store = self.store_of_first_error(message)
+        if store:  # right after the error it explains
+            quoted = f'"{self.seen.log.cause.cause.quote}"'  # type: ignore[union-attr]
+            message = message.replace(quoted, quoted + store, 1)
         self.done(phase.check, False, message)
         return PhaseFailed(phase.check, message)
+
+    def store_of_first_error(self, message: str) -> str:
+        """When the failure quotes an I/O error of the Worker on a mounted path, the store
+        behind that mount, asked now: the Worker's error then says the store stopped
+        answering, which the verdict names (not the RLinf config)."""
+        cause = self.seen.log.cause.cause
+        if cause is None or cause.kind is not MOUNT_IO_ERROR or not cause.mount_path:
+            return ""
+        if f'"{cause.quote}"' not in message:
+            return ""
+        try:
+            found = output_store(self.adapter, self.rec.job, cause.mount_path)
+        except Exception as exc:  # any adapter's failure to name the store: said as it is
+            return f"; the store behind {cause.mount_path} could not be named: {exc}"
+        if found is None:
+            return f"; {cause.mount_path} lies under no mount of the Job"
+        store, prefix = found
+        try:
+            store.list(prefix + "/" if prefix else "")
+        except ObjectNotFound:
+            pass  # it answers: the folder is just not there (any more)
+        except StoreError as exc:
+            return (
+                f"; the store behind {cause.mount_path} ({store.describe()}) does not answer: {exc}"
+            )
+        return (
+            f"; the store behind {cause.mount_path} ({store.describe()}) answers again now: it "
+            "stopped answering the Worker for a while"
+        )
 
     def conclude(self, phase: Phase, verdict: Passed | Failed) -> None:
         """Record ``verdict``; raise ``PhaseFailed`` if it is a failure."""
@@ -174,6 +217,7 @@ class Engine:
                 seen.refused = exc
             else:
                 rec.durations["submit"] = self.since()
+                seen.submitted = rec.submitted_at = datetime.now(UTC)
             return
         assert seen.ref is not None, f"{type(probe).__name__} before the submission"
         if isinstance(probe, ListJobs):
@@ -190,6 +234,23 @@ class Engine:
             self.read_outputs(probe)
         elif isinstance(probe, DeleteWorker):
             self.delete_worker()
+        elif isinstance(probe, ReadScalars):
+            loc = probe.loc
+            seen.scalars = rec.scalars = scalars_at(
+                loc.store, loc.prefix, loc.where, self.clock(), baseline=loc.baseline
+            )
+        elif isinstance(probe, ReadTensors):
+            loc = probe.loc
+            seen.tensors = rec.checkpoints = checkpoints_at(
+                loc.store,
+                loc.prefix,
+                loc.where,
+                self.clock(),
+                baseline=loc.baseline,
+                submitted=seen.submitted,
+            )
+        else:
+            assert_never(probe)
 
     def read_outputs(self, probe: ReadOutputs) -> None:
         loc, seen, rec = probe.loc, self.seen, self.rec

@@ -10,6 +10,9 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from rlark_acceptance.model.training import DEFAULT_STEP_PATTERN
+from rlark_acceptance.rlinf.failures import FirstCause
+
 RAY_STARTED = re.compile(r"Ray runtime started")
 
 # Ray's CLI logs as "2026-11-30 13:13:38,746\tINFO scripts.py:1088 -- Next steps" when its
@@ -96,6 +99,39 @@ def matching_lines(
         pos, index = nl + 1, index + 1
 
 
+class StepCounter:
+    """The highest step the log has shown, when it first showed it, and the total it
+    printed. Nothing of the log is kept but the latest step line."""
+
+    def __init__(self, pattern: re.Pattern[str]) -> None:
+        self.pattern = pattern
+        self._block = block_pattern(pattern)
+        self.step: int | None = None
+        self.total: int | None = None
+        self.line: str | None = None
+        self.at: float | None = None  # when the highest step was first read
+
+    def feed(self, lines: Sequence[str], text: str, at: float) -> None:
+        for i in matching_lines(lines, text, self._block, self._matches):
+            self._take(lines[i], at)
+
+    def _matches(self, line: str) -> bool:
+        return self.pattern.search(line) is not None
+
+    def _take(self, line: str, at: float) -> None:
+        # A tqdm line redrawn with carriage returns holds several counts: the last is current.
+        *_, m = self.pattern.finditer(line)
+        try:
+            step = int(m.group(1))
+            total = int(m.group(2)) if self.pattern.groups >= 2 and m.group(2) else None
+        except (TypeError, ValueError):
+            return  # the profile's pattern matched something that is not a number
+        if total is not None:
+            self.total = total
+        if self.step is None or step > self.step:
+            self.step, self.at, self.line = step, at, line.strip()[:160]
+
+
 class LogReader:
     """Line indices of what Step 6 looks for, and the config RLinf printed at start-up.
 
@@ -103,8 +139,11 @@ class LogReader:
     the printed config while it is being read and the first signal's line.
     """
 
-    def __init__(self, signal: re.Pattern[str] | None) -> None:
+    def __init__(
+        self, signal: re.Pattern[str] | None, steps: re.Pattern[str] | None = None
+    ) -> None:
         self.signal = signal
+        self.steps = StepCounter(steps or re.compile(DEFAULT_STEP_PATTERN))  # T.1
         self._signal_block = block_pattern(signal) if signal is not None else None
         # The config RLinf printed (parsed), once a ``{`` ... ``}`` block was JSON; blocks
         # that were not are counted (1.1 says so until a later block parses).
@@ -117,6 +156,7 @@ class LogReader:
         self.signal_at: float | None = None
         self._json: list[str] | None = None
         self.last_error: str | None = None  # quoted when the Worker dies
+        self.cause = FirstCause()  # the run's first error: what a failure quotes
         self._last_exception = False
 
     def feed(self, line: str, index: int, at: float) -> None:
@@ -128,7 +168,9 @@ class LogReader:
             return
         text = "\n".join(lines)
         self._errors(lines, text)
+        self.cause.feed(lines, first)
         self._read(lines, text, first, at)
+        self.steps.feed(lines, text, at)
 
     def _errors(self, lines: Sequence[str], text: str) -> None:
         """Keep the last error line; an exception's own line outranks later mentions."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime
 
 from rlark_acceptance.adapters.base import (
     FATAL_REASONS,
@@ -21,7 +22,9 @@ from rlark_acceptance.adapters.base import (
     SubmitRejected,
     TargetUnreachable,
 )
-from rlark_acceptance.run.step6.log import LogReader
+from rlark_acceptance.rlinf.failures import Cause
+from rlark_acceptance.run.step6.log import LogReader, StepCounter
+from rlark_acceptance.run.step6.readings import Checkpoints, Scalars
 from rlark_acceptance.run.step6.record import LogTail
 from rlark_acceptance.storage import CheckpointReport, StoreError
 
@@ -46,6 +49,14 @@ def pod_text(pod: PodStatus | None) -> str:
     return ", ".join(parts)
 
 
+def cause_text(cause: Cause) -> str:
+    """The run's first error as a failure quotes it: its class (the remedy follows from it,
+    ``run.report``) and its line, with the actor that printed it."""
+    kind = f" [{cause.kind.id}: {cause.kind.title}]" if cause.kind is not None else ""
+    actor = f" in {cause.actor}" if cause.actor else ""
+    return f'its first error{kind}{actor} (log line {cause.line + 1}): "{cause.quote}"'
+
+
 def unreachable_text(cause: TargetUnreachable) -> str:
     return f"{cause}; {cause.left}" if cause.left else str(cause)
 
@@ -62,7 +73,13 @@ class Reading:
 class Observed:
     """The Worker as last seen, what its log showed, and the answers to the probes."""
 
-    def __init__(self, t0: float, signal: re.Pattern[str] | None, tail: LogTail) -> None:
+    def __init__(
+        self,
+        t0: float,
+        signal: re.Pattern[str] | None,
+        tail: LogTail,
+        steps: re.Pattern[str] | None = None,
+    ) -> None:
         self.t0 = t0
         self.now = t0  # when the phases decide (the engine's clock)
         self.happened_at = t0  # when the latest happening happened
@@ -72,7 +89,9 @@ class Observed:
         self.over_at: float | None = None  # when the Worker's state made the outcome certain
         self.warning: Event | None = None  # the latest Warning Event (FailedMount...)
         self.lost: TargetUnreachable | None = None  # the target stopped answering
-        self.log = LogReader(signal)
+        self.log = LogReader(signal, steps)
+        self.decided: dict[str, float] = {}  # when each phase was decided (the engine's clock)
+        self.failed: set[str] = set()  # the phases that failed
         # When the last line read was written (the target's stamps), and when it was read.
         self.written: float | None = None
         self.read_at: float | None = None
@@ -85,6 +104,9 @@ class Observed:
         self.outputs: Reading | None = None  # the latest reading while the Worker runs
         self.deleted: CleanupRefused | TargetUnreachable | bool = False
         self.outputs_again: Reading | None = None  # the reading after the Worker was deleted
+        self.submitted: datetime | None = None  # the wall clock at submission (T.3)
+        self.scalars: Scalars | None = None  # T.2: the run's TensorBoard scalars
+        self.tensors: Checkpoints | None = None  # T.3: its first and last checkpoint
 
     def since(self, at: float) -> float:
         return at - self.t0
@@ -112,6 +134,10 @@ class Observed:
         elif item.kind == "lost" and item.lost is not None:
             self.lost = self.lost or item.lost
 
+    @property
+    def steps(self) -> StepCounter:
+        return self.log.steps
+
     def worker_over(self) -> bool:
         """The Worker can print nothing more: its log ended, or its Pod is over."""
         return self.ended or pod_over(self.pod)
@@ -119,7 +145,10 @@ class Observed:
     def pod_text(self) -> str:
         text = pod_text(self.pod)
         died = self.pod is not None and self.pod.exit_code not in (None, 0)
-        if died and self.log.last_error:
+        cause = self.log.cause.cause
+        if died and cause is not None:
+            text += f"; {cause_text(cause)}"
+        elif died and self.log.last_error:
             text += f'; its last error line: "{self.log.last_error}"'
         w = self.warning
         if w is not None and w.message not in text:

@@ -70,7 +70,21 @@ class DeleteWorker:
     pass
 
 
-Probe = Submit | ListJobs | ListPods | ReadOutputs | DeleteWorker
+@dataclass(frozen=True)
+class ReadScalars:
+    """Read the TensorBoard scalars under ``loc`` (T.2)."""
+
+    loc: Location
+
+
+@dataclass(frozen=True)
+class ReadTensors:
+    """Read the tensors of the first and the last checkpoint under ``loc`` (T.3)."""
+
+    loc: Location
+
+
+Probe = Submit | ListJobs | ListPods | ReadOutputs | DeleteWorker | ReadScalars | ReadTensors
 Decision = Passed | Failed | Probe | None
 
 

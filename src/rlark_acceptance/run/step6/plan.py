@@ -8,6 +8,7 @@ options are read here and nowhere else in Step 6.
 
 from __future__ import annotations
 
+import posixpath
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -17,14 +18,51 @@ import yaml
 from rlark_acceptance.model.job import Job
 from rlark_acceptance.model.profile import Profile
 from rlark_acceptance.model.timeouts import Timeouts
+from rlark_acceptance.model.training import Expectation, TrainingSpec
 from rlark_acceptance.preflight.entry import PreflightResult
 from rlark_acceptance.run.step6.outputs import KeepOutputs
 from rlark_acceptance.run.step6.run_id import for_run, new_run_id
+from rlark_acceptance.run.step6.steps import StepsTarget, config_steps
 
 
 def manifest_of(job: Job) -> str:
     """The Job YAML as submitted: the document the console showed, unchanged."""
     return yaml.safe_dump(job.doc.data, sort_keys=False, allow_unicode=True)
+
+
+@dataclass(frozen=True)
+class TrainingPlan:
+    """The training checks of one run (T.1-T.3) and what they need, from the profile's
+    ``training:`` and the config the Worker runs (its run script's overrides included)."""
+
+    checks: frozenset[str]
+    target: StepsTarget  # T.1: the steps to reach, and where that number comes from
+    step_pattern: re.Pattern[str]
+    tensorboard: str | None  # T.2: where the events are, a path in the Worker
+    expect: tuple[Expectation, ...] = ()
+
+    def on(self, check: str) -> bool:
+        return check in self.checks
+
+
+def training_plan(
+    spec: TrainingSpec, config: dict[str, Any] | None, log_path: str | None, job: Job
+) -> TrainingPlan | None:
+    """None when the profile turns every training check off."""
+    if not spec.checks:
+        return None
+    if spec.steps is not None:
+        target = StepsTarget(spec.steps, "training.steps")
+    else:
+        steps = config_steps(config)
+        source = "runner.max_epochs / runner.max_steps of the config the Worker runs"
+        target = StepsTarget(steps, source) if steps else StepsTarget(None, "")
+    tensorboard = spec.tensorboard
+    if tensorboard is None and log_path:
+        tensorboard = posixpath.join(log_path, "tensorboard")  # RLinf's MetricLogger
+    if tensorboard is None:
+        tensorboard = job.tensorboard_log_dir
+    return TrainingPlan(spec.checks, target, spec.step_pattern, tensorboard, spec.expect)
 
 
 @dataclass(frozen=True)
@@ -43,6 +81,7 @@ class Step6Plan:
     timeouts: Timeouts
     keep_outputs: KeepOutputs  # target.keepOutputs
     delete_after: bool = True  # delete the Worker and read 6.5 again, settle the outputs
+    training: TrainingPlan | None = None  # T.1-T.3; None: all off
 
     def __repr__(self) -> str:  # the Job and the config may hold secrets: reprs reach reports
         return f"Step6Plan({self.run_id!r}, {self.job.name!r})"
@@ -60,9 +99,12 @@ def build_plan(
     validated: dict[str, Any] | None = None,
     run_id: str | None = None,
     delete_after: bool = True,
+    runs: dict[str, Any] | None = None,
+    log_path: str | None = None,
 ) -> Step6Plan:
     """Step 6 of ``job`` (its YAML ``manifest``, by default as the console showed it) as run
-    ``run_id`` (a new one by default)."""
+    ``run_id`` (a new one by default); ``runs``: the config the Worker runs, resolved, and
+    ``log_path`` its ``runner.logger.log_path`` in the Worker (the training checks')."""
     ri = profile.run_info
     # The folder the run writes under: ``runInfo.paths.output``, else the checkpoints'.
     root = ri.paths.get("output") or ri.paths.get("checkpoint") or ri.expected_output
@@ -81,6 +123,7 @@ def build_plan(
         timeouts=profile.timeouts,
         keep_outputs=profile.target.keep_outputs,
         delete_after=delete_after,
+        training=training_plan(profile.training, runs, log_path, run_job),
     )
 
 
@@ -90,6 +133,13 @@ def plan_for(
     """Step 6 of the Job the pre-flight read, whatever the pre-flight said."""
     assert pre.profile is not None and pre.job is not None, "the pre-flight read no Job"
     validated = pre.validated.config.resolved() if pre.validated is not None else None
+    runs = pre.rlinf.config.resolved() if pre.rlinf is not None else None
     return build_plan(
-        pre.profile, pre.job, validated=validated, run_id=run_id, delete_after=delete_after
+        pre.profile,
+        pre.job,
+        validated=validated,
+        run_id=run_id,
+        delete_after=delete_after,
+        runs=runs,
+        log_path=pre.rlinf.log_path if pre.rlinf is not None else None,
     )

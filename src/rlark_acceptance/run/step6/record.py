@@ -10,12 +10,17 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
 
 from rlark_acceptance.adapters.base import Event, JobRef, PodStatus
 from rlark_acceptance.model.doc_checks import CheckId
 from rlark_acceptance.model.job import Job
 from rlark_acceptance.storage import CheckpointReport
+
+if TYPE_CHECKING:
+    from rlark_acceptance.rlinf.failures import Cause
+    from rlark_acceptance.run.step6.readings import Checkpoints, Scalars
 
 Status = Literal["passed", "failed", "skipped"]
 
@@ -29,7 +34,12 @@ ORDER = (
     CheckId.VALIDATED_CONFIG_KEPT,
     CheckId.PROGRESS_LOGGED,
     CheckId.OUTPUT_PERSISTED,
+    CheckId.STEPS_ADVANCE,
+    CheckId.METRICS_REAL,
+    CheckId.CHECKPOINT_TRAINED,
 )
+# The page's phases, awaited by every run; the training checks a run awaits are its own
+# (``RunRecord.training``: the profile's ``training.checks``).
 PHASES = (
     CheckId.JOB_LISTED,
     CheckId.ONE_POD_ON_NODE,
@@ -111,6 +121,15 @@ class RunRecord:
     outputs_kept: str | None = None
     outputs_removed: int = 0
     interrupted: bool = False  # SIGINT / SIGTERM ended the run; what was submitted is gone
+    # The training checks this run awaits (T.1-T.3, those the profile keeps on), what they
+    # read, and the run's first error as the log showed it.
+    training: tuple[str, ...] = ()
+    submitted_at: datetime | None = None  # the wall clock at submission
+    scalars: Scalars | None = None
+    checkpoints: Checkpoints | None = None
+    step: int | None = None  # the highest step the log showed (T.1), and the total it printed
+    step_total: int | None = None
+    first_cause: Cause | None = None  # the first error the Worker's log showed
     # What the record warns of without a check failing: a clean-up the target refused,
     # lines of the Worker's log the target rotated away unread.
     warnings: list[str] = field(default_factory=list)
@@ -132,8 +151,14 @@ class RunRecord:
         return self.phases[check].status if check in self.phases else "skipped"
 
     @property
+    def expected(self) -> tuple[str, ...]:
+        """Every check this run decides: the page's phases, then its training checks."""
+        return PHASES + self.training
+
+    @property
     def passed(self) -> bool:
-        return all(self.status(c) == "passed" for c in PHASES) and self.earliest_failure is None
+        checks = self.expected
+        return all(self.status(c) == "passed" for c in checks) and self.earliest_failure is None
 
     @property
     def earliest_failure(self) -> PhaseResult | None:
@@ -152,3 +177,54 @@ class RunRecord:
         before = self.log.count - len(shown)
         head = [f"({before} earlier lines of {self.log.count} not shown)"] if before else []
         return "\n".join(head + shown)
+
+    def training_summary(self) -> dict[str, Any] | None:
+        """What the training checks read, for the record (run-summary.json ``training``)."""
+        if not self.training:
+            return None
+        out: dict[str, Any] = {"checks": list(self.training)}
+        if self.step is not None:
+            out["steps"] = {"reached": self.step, "printedTotal": self.step_total}
+        sc = self.scalars
+        if sc is not None:
+            bad = sc.non_finite()
+            out["scalars"] = {
+                "location": sc.where,
+                "files": sc.files,
+                "tags": len(sc.series),
+                "values": sum(len(v) for v in sc.series.values()),
+                "nonFinite": {tag: step for tag, step in sorted(bad.items())},
+            }
+        ck = self.checkpoints
+        if ck is not None:
+            out["checkpoints"] = {
+                "location": ck.where,
+                "steps": list(ck.steps),
+                **{
+                    name: {
+                        "step": w.step,
+                        "tensors": w.tensors,
+                        "bytes": w.bytes,
+                        "sha256": w.digest,
+                        "nonFinite": dict(w.non_finite),
+                    }
+                    for name, w in (("first", ck.first), ("last", ck.last))
+                    if w is not None
+                },
+                "olderThanTheRun": list(ck.stale[:20]),
+            }
+        return out
+
+    def first_cause_summary(self) -> dict[str, Any] | None:
+        """The Worker's first error, for the record of a run that did not pass."""
+        c = self.first_cause
+        if c is None or self.passed:
+            return None
+        out: dict[str, Any] = {"logLine": c.line + 1, "quote": c.quote, "actor": c.actor}
+        if c.kind is not None:
+            out |= {"class": c.kind.id, "title": c.kind.title, "remedy": c.kind.remedy}
+        if c.knock_ons:
+            out["knockOns"] = c.knock_ons
+        if c.mount_path:
+            out["path"] = c.mount_path
+        return out

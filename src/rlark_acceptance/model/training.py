@@ -1,0 +1,197 @@
+"""The profile's ``training:`` (docs/contract.md §2): the checks of the training itself,
+beyond the page (T.1 the steps advance, T.2 the metrics are real, T.3 the checkpoint is this
+run's and trained), and what the profile expects of them.
+
+All three are on by default: a platform release that turns the loss into NaN or stalls the
+run after its first step passes every check of the page. ``training: false`` (or
+``checks: []``) turns them off for a workload that does not train.
+
+    training:
+      checks: [T.1, T.2, T.3]        # the default; a subset runs only those
+      steps: 5                       # T.1: the steps to reach (default: the validated config's)
+      stepPattern: 'Global Step:\\s*(\\d+)/(\\d+)'   # T.1: group 1 the step, group 2 the total
+      tensorboard: /mnt/ckpt/logs/tensorboard     # T.2: where the events are (a Worker path)
+      expect:                        # T.2, as NeMo-RL's functional tests state them
+        - {tag: rollout/reward, last: 3, agg: mean, above: 0}
+        - {tag: time/step, agg: max, below: 30}
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from rlark_acceptance.model.doc_checks import TRAINING
+from rlark_acceptance.model.errors import InputError
+from rlark_acceptance.model.yamlsrc import YamlDoc
+
+Aggregate = Literal["min", "max", "mean"]
+
+# RLinf's step counters: the embodied runner's metric table (``│ Global Step:    2/5 │``)
+# and the tqdm bar of its reasoning / agent / SFT runners (``Global Step:  40%|██ | 2/5``).
+DEFAULT_STEP_PATTERN: Final = r"Global Step:?\s*(?:\d+%\|[^|]*\|\s*)?(\d+)\s*/\s*(\d+)"
+
+TRAINING_IDS: Final = tuple(c.id for c in TRAINING)
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """One bound on a scalar: ``agg`` over its ``last`` values (all when None) is above
+    ``above`` and below ``below`` (strictly)."""
+
+    tag: str
+    agg: Aggregate = "mean"
+    last: int | None = None
+    above: float | None = None
+    below: float | None = None
+    where: str = ""  # the profile's file:line
+
+    def text(self) -> str:
+        over = f"the last {self.last}" if self.last else "all"
+        bounds = []
+        if self.above is not None:
+            bounds.append(f"> {self.above:g}")
+        if self.below is not None:
+            bounds.append(f"< {self.below:g}")
+        return f"{self.agg} of {over} {self.tag} {' and '.join(bounds)}"
+
+
+@dataclass(frozen=True)
+class TrainingSpec:
+    checks: frozenset[str] = frozenset(TRAINING_IDS)
+    steps: int | None = None
+    step_pattern: re.Pattern[str] = field(default=re.compile(DEFAULT_STEP_PATTERN))
+    tensorboard: str | None = None
+    expect: tuple[Expectation, ...] = ()
+
+    def on(self, check: str) -> bool:
+        return check in self.checks
+
+
+OFF: Final = TrainingSpec(checks=frozenset())
+
+_KEYS = ("checks", "steps", "stepPattern", "tensorboard", "expect")
+_EXPECT_KEYS = ("tag", "agg", "last", "above", "below")
+
+
+def parse_training(doc: YamlDoc) -> TrainingSpec:
+    """``training:`` over the defaults; each mistake is one line at its ``file:line``."""
+    raw = doc.data.get("training")
+    if raw is None or raw is True:
+        return TrainingSpec()
+    if raw is False:
+        return OFF
+    if not isinstance(raw, dict):
+        raise InputError(str(doc.loc("training")), "training must be a mapping, true or false")
+    for key in raw:
+        if key not in _KEYS:
+            raise InputError(
+                str(doc.loc("training", key)),
+                f"training.{key} is not a training setting: one of {', '.join(_KEYS)}",
+            )
+    return TrainingSpec(
+        checks=_checks(doc, raw.get("checks", list(TRAINING_IDS))),
+        steps=_positive_int(doc, raw.get("steps"), "steps"),
+        step_pattern=_pattern(doc, raw.get("stepPattern")),
+        tensorboard=_container_path(doc, raw.get("tensorboard")),
+        expect=_expectations(doc, raw.get("expect", [])),
+    )
+
+
+def _checks(doc: YamlDoc, value: Any) -> frozenset[str]:
+    if not isinstance(value, list):
+        raise InputError(str(doc.loc("training", "checks")), "training.checks must be a list")
+    for i, item in enumerate(value):
+        if item not in TRAINING_IDS:
+            raise InputError(
+                str(doc.loc("training", "checks", i)),
+                f"training.checks: {item!r} is not a training check: one of "
+                f"{', '.join(TRAINING_IDS)}",
+            )
+    return frozenset(value)
+
+
+def _positive_int(doc: YamlDoc, value: Any, key: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(
+            str(doc.loc("training", key)), f"training.{key} must be a positive whole number"
+        )
+    return value
+
+
+def _pattern(doc: YamlDoc, value: Any) -> re.Pattern[str]:
+    if value is None:
+        return re.compile(DEFAULT_STEP_PATTERN)
+    where = str(doc.loc("training", "stepPattern"))
+    if not isinstance(value, str):
+        raise InputError(where, "training.stepPattern must be a regex")
+    try:
+        pattern = re.compile(value)
+    except re.error as exc:
+        raise InputError(where, f"training.stepPattern is not a regex: {exc}") from None
+    if pattern.groups < 1:
+        raise InputError(where, "training.stepPattern needs a group for the step: (\\d+)")
+    return pattern
+
+
+def _container_path(doc: YamlDoc, value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.startswith("/"):
+        raise InputError(
+            str(doc.loc("training", "tensorboard")),
+            "training.tensorboard must be an absolute path in the Worker",
+        )
+    return value
+
+
+def _expectations(doc: YamlDoc, value: Any) -> tuple[Expectation, ...]:
+    if not isinstance(value, list):
+        raise InputError(str(doc.loc("training", "expect")), "training.expect must be a list")
+    return tuple(_expectation(doc, item, i) for i, item in enumerate(value))
+
+
+def _expectation(doc: YamlDoc, item: Any, i: int) -> Expectation:
+    where = str(doc.loc("training", "expect", i))
+    if not isinstance(item, dict):
+        raise InputError(where, "training.expect: each entry is {tag, agg, last, above, below}")
+    for key in item:
+        if key not in _EXPECT_KEYS:
+            raise InputError(
+                str(doc.loc("training", "expect", i, key)),
+                f"training.expect: {key} is not one of {', '.join(_EXPECT_KEYS)}",
+            )
+    tag, agg = item.get("tag"), item.get("agg", "mean")
+    if not isinstance(tag, str) or not tag:
+        raise InputError(where, "training.expect: tag must name a scalar")
+    if agg not in ("min", "max", "mean"):
+        raise InputError(where, "training.expect: agg must be min, max or mean")
+    last = item.get("last")
+    if last is not None and (isinstance(last, bool) or not isinstance(last, int) or last < 1):
+        raise InputError(where, "training.expect: last must be a positive whole number")
+    bounds = {}
+    for key in ("above", "below"):
+        v = item.get(key)
+        bad = v is not None and (
+            isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)
+        )
+        if bad:
+            raise InputError(where, f"training.expect: {key} must be a finite number")
+        bounds[key] = None if v is None else float(v)
+    if bounds["above"] is None and bounds["below"] is None:
+        raise InputError(where, "training.expect: give a bound (above, below or both)")
+    return Expectation(tag, agg, last, bounds["above"], bounds["below"], where)
+
+
+__all__ = [
+    "DEFAULT_STEP_PATTERN",
+    "OFF",
+    "TRAINING_IDS",
+    "Expectation",
+    "TrainingSpec",
+    "parse_training",
+]

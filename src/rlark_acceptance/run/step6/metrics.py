@@ -1,0 +1,115 @@
+"""T.2 the metrics are real: the run's TensorBoard events hold scalars, every value finite, and
+the profile's expectations (``training.expect``) hold.
+
+Beyond the page: a GPU or driver that turns the loss into NaN, or an environment worker that
+yields no trajectories, passes every check of the page. The events are read from the store
+(where the Job's ``tensorboard.logDir``, else the validated config's
+``<runner.logger.log_path>/tensorboard``, lies) once the Worker is over, since a writer
+flushes its events when it closes; a Worker that does not end within ``timeouts.progress``
+after the steps were decided is read as it is.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import ClassVar
+
+from rlark_acceptance.model.doc_checks import CheckId
+from rlark_acceptance.model.timeouts import Bound
+from rlark_acceptance.model.training import Expectation
+from rlark_acceptance.run.step6.location import Location, Unlocated
+from rlark_acceptance.run.step6.observed import Observed
+from rlark_acceptance.run.step6.phase import Decision, Failed, Passed, Phase, ReadScalars
+from rlark_acceptance.run.step6.readings import Scalars
+
+
+def aggregate(values: Sequence[float], how: str) -> float:
+    if how == "min":
+        return min(values)
+    if how == "max":
+        return max(values)
+    return math.fsum(values) / len(values)
+
+
+def unmet(expect: Expectation, scalars: Scalars) -> str | None:
+    """Why ``expect`` does not hold on ``scalars``; None when it does."""
+    values = [v for _, v in scalars.series.get(expect.tag, [])]
+    if not values:
+        known = ", ".join(sorted(scalars.series)[:8]) or "none"
+        return f"{expect.tag} was not logged (tags: {known}) [{expect.where}]"
+    if expect.last:
+        values = values[-expect.last :]
+    got = aggregate(values, expect.agg)
+    low = expect.above is not None and not got > expect.above
+    high = expect.below is not None and not got < expect.below
+    if low or high:
+        return f"{expect.text()} does not hold: {got:g} [{expect.where}]"
+    return None
+
+
+class MetricsReal(Phase):
+    check: ClassVar[str] = CheckId.METRICS_REAL
+    bound: ClassVar[Bound | None] = Bound.TRAINING
+
+    def __init__(
+        self,
+        located: Location | Unlocated,
+        expect: Sequence[Expectation],
+        *,
+        after: str,
+        grace: float,
+    ) -> None:
+        self.located = located
+        self.expect = tuple(expect)
+        self.after = after  # the check decided before this one: the grace counts from it
+        self.grace = grace
+
+    def verdict(self, seen: Observed) -> Decision:
+        loc = self.located
+        if isinstance(loc, Unlocated):
+            return Failed(f"the run's TensorBoard events cannot be read: {loc.why}")
+        if loc.baseline_error is not None:
+            return Failed(loc.baseline_error)  # an earlier run's events could pass for these
+        if seen.scalars is None:
+            decided = seen.decided.get(self.after, seen.now)
+            stalled = self.after in seen.failed  # no more is coming: read what is there
+            if not (seen.worker_over() or stalled) and seen.now - decided < self.grace:
+                return None  # its writer flushes when it closes
+            return ReadScalars(loc)
+        return self.judge(seen.scalars, over=seen.worker_over())
+
+    def judge(self, scalars: Scalars, *, over: bool) -> Passed | Failed:
+        if scalars.error is not None:
+            return Failed(f"{scalars.where} could not be read: {scalars.error}")
+        if not scalars.series:
+            why = "; ".join(scalars.problems[:3]) or "no event files"
+            unflushed = "" if over else " (the Worker had not ended: its events may be unflushed)"
+            return Failed(
+                f"the run logged no TensorBoard scalars at {scalars.where}: {why}{unflushed}"
+            )
+        bad = scalars.non_finite()
+        if bad:
+            shown = ", ".join(f"{tag} from step {step}" for tag, step in sorted(bad.items())[:6])
+            more = f" and {len(bad) - 6} more" if len(bad) > 6 else ""
+            return Failed(
+                f"{len(bad)} of {len(scalars.series)} scalars are not finite: {shown}{more}"
+            )
+        for expect in self.expect:
+            unheld = unmet(expect, scalars)
+            if unheld is not None:
+                return Failed(unheld)
+        points = sum(len(v) for v in scalars.series.values())
+        steps = [s for v in scalars.series.values() for s, _ in v]
+        held = f"; {len(self.expect)} expectations hold" if self.expect else ""
+        return Passed(
+            f"{len(scalars.series)} scalars, {points} values at steps {min(steps)}–{max(steps)}, "
+            f"all finite ({scalars.where}){held}",
+            at=scalars.at,
+        )
+
+    def over(self, seen: Observed) -> str | None:
+        return None  # the end of the Worker is what it waits for, then it reads
+
+    def timed_out(self, seen: Observed, seconds: float) -> str:
+        return f"the run's scalars were not read within {seconds:.0f} s ({Bound.TRAINING.key})"

@@ -1,0 +1,151 @@
+"""What the training checks read back from the store (T.2 the run's TensorBoard scalars, T.3
+the tensors of its checkpoints), as the values the phases judge: the engine performs these
+reads when a phase asks for them (``ReadScalars``, ``ReadTensors``); the phases only judge.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from rlark_acceptance.run.step6.location import Listing
+from rlark_acceptance.storage import Store, StoreError
+from rlark_acceptance.storage.scalars import read_scalars
+from rlark_acceptance.storage.tensors import read_tensors
+
+# Objects up to this much older than the submission still count as the run's: the store's
+# clock and this machine's may differ a little; an earlier run's are minutes older at least.
+CLOCK_SKEW = timedelta(seconds=5)
+_STEP_DIR = re.compile(r"(?:^|/)global_step_(\d+)(?:/|$)")
+# The model's weights, not the optimizer's state: Adam's moments change even when the
+# learning rate is 0 and the weights do not.
+_OPTIMIZER = re.compile(r"(?i)optim")
+
+
+@dataclass(frozen=True)
+class Scalars:
+    """The scalars of the run's event files: tag → (step, value) in the order written."""
+
+    at: float
+    where: str
+    series: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+    files: int = 0
+    problems: tuple[str, ...] = ()
+    error: str | None = None  # the store did not answer
+
+    def non_finite(self) -> dict[str, int]:
+        """Tag → the first step whose value is NaN or infinite."""
+        out: dict[str, int] = {}
+        for tag, values in self.series.items():
+            bad = next((step for step, v in values if not math.isfinite(v)), None)
+            if bad is not None:
+                out[tag] = bad
+        return out
+
+
+@dataclass(frozen=True)
+class Weights:
+    """One checkpoint's model tensors: how many, how big, their digest, and which hold
+    non-finite values (name → count)."""
+
+    step: int
+    path: str
+    tensors: int
+    elements: int
+    bytes: int
+    digest: str
+    non_finite: dict[str, int] = field(default_factory=dict)
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Checkpoints:
+    """The first and the last checkpoint of the run under the expected location, and the
+    objects there written before the submission (an earlier run's)."""
+
+    at: float
+    where: str
+    steps: tuple[int, ...] = ()
+    first: Weights | None = None
+    last: Weights | None = None
+    stale: tuple[str, ...] = ()
+    error: str | None = None
+
+
+def scalars_at(
+    store: Store, prefix: str, where: str, at: float, *, baseline: Listing | None
+) -> Scalars:
+    """The scalars of the event files the run wrote under ``prefix`` (not those in
+    ``baseline``, the listing taken before submission: an earlier run's)."""
+    try:
+        report = read_scalars(store, prefix, since=baseline)
+    except StoreError as exc:
+        return Scalars(at, where, error=str(exc))
+    return Scalars(
+        at,
+        where,
+        series={tag: list(values) for tag, values in report.scalars.items()},
+        files=len(report.files),
+        problems=tuple(report.problems),
+    )
+
+
+def checkpoints_at(
+    store: Store,
+    prefix: str,
+    where: str,
+    at: float,
+    *,
+    baseline: Listing | None,
+    submitted: datetime | None,
+) -> Checkpoints:
+    """List ``prefix``; of what is new since ``baseline``, the objects older than
+    ``submitted`` and the weights of the first and the last ``global_step_N``."""
+    try:
+        objects = store.list(prefix + "/" if prefix else "")
+    except StoreError as exc:
+        return Checkpoints(at, where, error=str(exc))
+    known = baseline or {}
+    new = [o for o in objects if known.get(o.key) != (o.size, o.modified)]
+    stale: list[str] = []
+    if submitted is not None:
+        since = (submitted - CLOCK_SKEW).timestamp()
+        stale = [o.key for o in new if o.modified is not None and o.modified < since]
+    by_step: dict[int, str] = {}
+    for o in new:
+        m = _STEP_DIR.search(o.key)
+        if m is not None:
+            step = int(m.group(1))
+            by_step[step] = o.key[: m.end()].rstrip("/")
+    steps = tuple(sorted(by_step))
+    if not steps:
+        return Checkpoints(at, where, stale=tuple(stale))
+    try:
+        first = _weights(store, steps[0], by_step[steps[0]])
+        last = first if len(steps) == 1 else _weights(store, steps[-1], by_step[steps[-1]])
+    except StoreError as exc:
+        return Checkpoints(at, where, steps=steps, stale=tuple(stale), error=str(exc))
+    return Checkpoints(at, where, steps=steps, first=first, last=last, stale=tuple(stale))
+
+
+def _weights(store: Store, step: int, path: str) -> Weights:
+    report = read_tensors(store, path)
+    files = [f for f in report.files if not _OPTIMIZER.search(f.key)]
+    tensors = [t for f in files for t in f.tensors]
+    digest = hashlib.sha256()
+    for f in sorted(files, key=lambda f: f.key):
+        digest.update(f"{f.key}\0{f.digest}\n".encode())
+    problems = [p for p in report.problems if not _OPTIMIZER.search(p.split(":", 1)[0])]
+    return Weights(
+        step=step,
+        path=path,
+        tensors=len(tensors),
+        elements=sum(t.elements for t in tensors),
+        bytes=sum(t.nbytes for t in tensors),
+        digest=digest.hexdigest(),
+        non_finite={t.name: t.non_finite for t in tensors if t.non_finite},
+        problems=tuple(problems),
+    )
