@@ -3,10 +3,11 @@ the profile's expectations (``training.expect``) hold.
 
 Beyond the page: a GPU or driver that turns the loss into NaN, or an environment worker that
 yields no trajectories, passes every check of the page. The events are read from the store
-(where the Job's ``tensorboard.logDir``, else the validated config's
-``<runner.logger.log_path>/tensorboard``, lies) once the Worker is over, since a writer
-flushes its events when it closes; a Worker that does not end within ``timeouts.progress``
-after the steps were decided is read as it is.
+(the profile's ``training.tensorboard``, else the config's ``<runner.logger.log_path>/
+tensorboard``, else the Job's ``tensorboard.logDir``) at once after the steps were decided,
+then again every few seconds until they cover the last step the log showed or the Worker is
+over (a writer flushes its events when it closes); a Worker that does not get there within
+``timeouts.progress`` is judged on what it wrote.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ from rlark_acceptance.run.step6.location import Location, Unlocated
 from rlark_acceptance.run.step6.observed import Observed
 from rlark_acceptance.run.step6.phase import Decision, Failed, Passed, Phase, ReadScalars
 from rlark_acceptance.run.step6.readings import Scalars
+
+# How often the scalars are read again while they do not cover the run yet.
+SCALARS_RELIST_SECONDS = 2.0
 
 
 def aggregate(values: Sequence[float], how: str) -> float:
@@ -71,13 +75,29 @@ class MetricsReal(Phase):
             return Failed(f"the run's TensorBoard events cannot be read: {loc.why}")
         if loc.baseline_error is not None:
             return Failed(loc.baseline_error)  # an earlier run's events could pass for these
-        if seen.scalars is None:
-            decided = seen.decided.get(self.after, seen.now)
-            stalled = self.after in seen.failed  # no more is coming: read what is there
-            if not (seen.worker_over() or stalled) and seen.now - decided < self.grace:
-                return None  # its writer flushes when it closes
+        sc = seen.scalars
+        if sc is None:
             return ReadScalars(loc)
-        return self.judge(seen.scalars, over=seen.worker_over())
+        if sc.error is None and not self.complete(seen, sc):
+            # A writer flushes its events when it closes (or every couple of minutes): read
+            # again until they cover the last step the log showed, the Worker is over, or
+            # ``timeouts.progress`` passed after the steps were decided.
+            decided = seen.decided.get(self.after, seen.now)
+            if seen.now - decided < self.grace:
+                return ReadScalars(loc) if seen.now - sc.at >= SCALARS_RELIST_SECONDS else None
+        return self.judge(sc, over=seen.worker_over())
+
+    def complete(self, seen: Observed, sc: Scalars) -> bool:
+        """The reading holds all the run will write: it was taken once the Worker was over,
+        or covers the last step its log showed, or no more steps are coming (T.1 failed)."""
+        over_at = seen.pod_over_at if seen.pod_over_at is not None else seen.over_at
+        if over_at is not None and sc.at >= over_at:
+            return True
+        if self.after in seen.failed:
+            return True
+        last = seen.steps.step
+        written = max((step for v in sc.series.values() for step, _ in v), default=None)
+        return last is not None and written is not None and written >= last
 
     def judge(self, scalars: Scalars, *, over: bool) -> Passed | Failed:
         if scalars.error is not None:
