@@ -98,13 +98,17 @@ def held(service: str, *, keep: bool = False) -> Iterator[None]:
         mine = lease.take(service)
         try:
             if not healthy(service):
-                up(service)
+                try:
+                    up(service)
+                except BaseException:
+                    # Ctrl-C (or a failure) while it was starting: stop what was started, as
+                    # `up` recorded it, or it outlives the session; unless another holder
+                    # still uses it.
+                    if not lease.holders(service, besides=mine):
+                        with contextlib.suppress(Exception):
+                            down(service)
+                    raise
         except BaseException:
-            # Ctrl-C (or a failure) while it was starting: stop what was started, as `up`
-            # recorded it, or it outlives the session; unless another holder still uses it.
-            if not lease.holders(service, besides=mine):
-                with contextlib.suppress(Exception):
-                    down(service)
             mine.release()
             raise
     try:
