@@ -1,9 +1,11 @@
 """testenv: real test services on loopback (Kubernetes control plane with simulated GPU
 nodes, and an S3 server), built from Go modules.
 
-    testenv up [s3|cluster|all]     build what is missing, start, wait, write the env file
-    testenv down [s3|cluster|all]   stop what `up` started (by pid) and remove its state
-    testenv status [--json]         what runs, its pids and memory (never credentials)
+    testenv up [s3|cluster|all]     build what is missing, start, wait, write the env file;
+                                    kept running until `testenv down`
+    testenv down [s3|cluster|all]   stop what `up` started (by pid) and remove its state;
+                 [--force]          refused (exit 2) while a run holds it, unless --force
+    testenv status [--json]         what runs, its pids, memory and holders (never credentials)
     testenv env                     the env file, for `eval "$(testenv/testenv env)"`
     testenv build [s3|cluster|all]  only build (e.g. to warm a CI cache)
     testenv image rlinf             build the Worker image with real RLinf (~8 GB, cached)
@@ -13,13 +15,15 @@ nodes, and an S3 server), built from Go modules.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
-from testenv import build, cluster, s3, state
+from testenv import build, cluster, lease, s3, state
 from testenv.paths import cache_root, state_root
 from testenv.recover import recover
 
@@ -59,18 +63,64 @@ def down(which: str = "all") -> None:
         # The cluster first: it is the bigger set, and s3 shares nothing with it.
         for target in reversed(_targets(which)):
             {"s3": s3.down, "cluster": cluster.down}[target](st)
+            lease.unkeep(target)
         if st.s3 or st.cluster:
             state.save(st)
         else:
-            # Nothing left: remove all generated state but the lock file itself.
+            # Nothing left: remove all generated state but the lock files (and the leases of
+            # holders still running: a lock file must stay the file every holder locks).
             root = state_root()
             for child in root.iterdir() if root.is_dir() else ():
-                if child.name == ".lock":
+                if child.name == ".lock" or child == lease.leases_root():
                     continue
                 if child.is_dir():
                     shutil.rmtree(child, ignore_errors=True)
                 else:
                     child.unlink(missing_ok=True)
+
+
+def healthy(service: str) -> bool:
+    """Up and usable: the S3 server answering with its bucket; the cluster whole (control
+    plane, real node and platform stand-in)."""
+    st = state.load()
+    return s3.ready(st.s3) if service == "s3" else cluster.whole(st)
+
+
+@contextlib.contextmanager
+def held(service: str, *, keep: bool = False) -> Iterator[None]:
+    """``service`` up for as long as the block runs, shared with every other holder.
+
+    Started if it is not up; after the block, stopped only if no other holder is left
+    (another run's lease, or a `testenv up` by hand that keeps it). ``keep``: when this is
+    the last holder, leave it running as `testenv up` does (``RLARK_TESTENV_KEEP=1``).
+    """
+    with lease.deciding(service):
+        mine = lease.take(service)
+        try:
+            if not healthy(service):
+                try:
+                    up(service)
+                except BaseException:
+                    # Ctrl-C (or a failure) while it was starting: stop what was started, as
+                    # `up` recorded it, or it outlives the session; unless another holder
+                    # still uses it.
+                    if not lease.holders(service, besides=mine):
+                        with contextlib.suppress(Exception):
+                            down(service)
+                    raise
+        except BaseException:
+            mine.release()
+            raise
+    try:
+        yield
+    finally:
+        with lease.deciding(service):
+            mine.release()
+            if not lease.holders(service):
+                if keep:
+                    lease.keep(service)
+                else:
+                    down(service)
 
 
 def status() -> dict[str, Any]:
@@ -82,6 +132,8 @@ def status() -> dict[str, Any]:
         "s3": s3.status(st),
         "cluster": cluster.status(st),
     }
+    for svc in SERVICES:
+        report[svc]["holders"] = [h.to_json() for h in lease.holders(svc)]
     cl = report["cluster"]
     rss = (
         report["s3"].get("rss_mib", 0)
@@ -96,9 +148,12 @@ def status() -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="testenv", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
-    for name in ("up", "down"):
-        p = sub.add_parser(name)
+    up_parser, down_parser = sub.add_parser("up"), sub.add_parser("down")
+    for p in (up_parser, down_parser):
         p.add_argument("which", nargs="?", default="all", choices=("all", *SERVICES))
+    down_parser.add_argument(
+        "--force", action="store_true", help="stop it even while another run holds it"
+    )
     p = sub.add_parser("build")
     p.add_argument("which", nargs="?", default="all", choices=("all", *build.NEEDS))
     p = sub.add_parser("status")
@@ -110,10 +165,23 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         if args.cmd == "up":
-            timings = up(args.which)
+            targets = _targets(args.which)
+            build.ensure(tuple(r for t in targets for r in build.NEEDS[t]))
+            with lease.deciding(*targets):
+                timings = up(args.which)
+                # By hand: kept running, whoever else holds it, until `testenv down`.
+                for target in targets:
+                    lease.keep(target)
             build.say(f"up done in {timings['up_seconds']}s; env file: {state.env_file()}")
         elif args.cmd == "down":
-            down(args.which)
+            targets = _targets(args.which)
+            with lease.deciding(*targets):
+                held_by = [(t, h) for t in targets for h in lease.holders(t) if not h.kept]
+                if held_by and not args.force:
+                    for target, holder in held_by:
+                        build.say(f"{target} still {holder.line()} (down --force stops it)")
+                    return 2
+                down(args.which)
             build.say("down: stopped")
         elif args.cmd == "build":
             build.ensure(tuple(r for t in _targets(args.which) for r in build.NEEDS[t]))
@@ -150,6 +218,11 @@ def main(argv: list[str] | None = None) -> int:
                                 alive = "up" if c["alive"] else "DEAD"
                                 print(f"    {comp}: pid {c['pid']} {alive} {c['rss_mib']} MiB")
                             print(f"    images: {', '.join(val['images'])}")
+                        elif key == "holders":
+                            for holder in val:
+                                print(f"  {lease.Holder.from_json(holder).line()}")
+                            if not val:
+                                print("  holders: none")
                         elif key != "running":
                             print(f"  {key}: {val}")
                 print(f"total rss: {report['total_rss_mib']} MiB")

@@ -100,7 +100,8 @@ def _running(node: NodeState | None, kubectl: Any) -> bool:
     pids = node.pids
     bins = _bins()
     if not all(
-        proc.alive(pids.get(c, 0), bins.get(c)) for c in ("containerd", "kubelet", "services")
+        proc.alive(pids.get(c, 0), bins.get(c))
+        for c in ("containerd", "kubelet", "forward", "services")
     ):
         return False
     out = kubectl("get", "node", NODE_NAME, "-o", "json", check=False)
@@ -122,6 +123,10 @@ def _bins() -> dict[str, str]:
 
 def up(state: State, apiserver_port: int, kubeconfig: Path, ca: Path, kubectl: Any) -> None:
     node = state.node
+    if node is not None and _restart_dead_relays(node):
+        # The kubelet reconnects by itself; Ready again within its status interval.
+        with contextlib.suppress(RuntimeError):
+            _wait(lambda: _running(node, kubectl), 60, f"node {NODE_NAME} Ready again")
     if healthy(node, kubectl):
         return
     if node and _running(node, kubectl):
@@ -162,13 +167,8 @@ def up(state: State, apiserver_port: int, kubeconfig: Path, ca: Path, kubectl: A
     if s3 is not None and "s3" in services:
         upstream["s3"] = proc.free_port()
         routes += [node.host_ip, str(upstream["s3"]), "127.0.0.1", str(s3.port)]
-    forward = [sys.executable, "-m", "testenv.forward"]
-    repo = Path(__file__).resolve().parent.parent
-    # Its state dir in its environment: what `down` finds it by if the record is lost.
-    env_of_state = {**os.environ, "RLARK_TESTENV_STATE": str(state_root())}
-    node.pids["forward"] = proc.spawn(
-        [*forward, *routes], logs / "node-forward.log", env_of_state, repo
-    )
+    node.forward_routes = routes
+    start_relay(node, "forward")
     # The cluster's Service network inside the node's namespace: each ClusterIP an address
     # of the namespace, relayed to the host end (see testenv.forward).
     service_routes = []
@@ -177,9 +177,8 @@ def up(state: State, apiserver_port: int, kubeconfig: Path, ca: Path, kubectl: A
             sh(*in_netns("ip", "addr", "replace", f"{ip}/32", "dev", "lo"))
             service_routes += [ip, str(port), node.host_ip, str(upstream[name])]
     node.services = {n: f"{ip}:{port}" for n, (ip, port) in services.items() if n in upstream}
-    node.pids["services"] = proc.spawn(
-        in_netns(*forward, *service_routes), logs / "node-services.log", env_of_state, repo
-    )
+    node.services_routes = service_routes
+    start_relay(node, "services")
     env = {
         # containerd finds its shim next to itself; without /usr/sbin the kubelet finds no
         # iptables and leaves this machine's firewall alone.
@@ -244,6 +243,36 @@ def _services(kubectl: Any) -> dict[str, tuple[str, int]]:
         except (ValueError, KeyError, IndexError, TypeError):
             continue
     return out
+
+
+def start_relay(node: NodeState, name: str) -> int:
+    """Start one of the node's relays on its recorded routes: ``forward`` on the host end of
+    the veth, ``services`` (the Service network) inside the node's namespace."""
+    forward = [sys.executable, "-m", "testenv.forward"]
+    if name == "forward":
+        argv = [*forward, *node.forward_routes]
+    else:
+        argv = in_netns(*forward, *node.services_routes)
+    repo = Path(__file__).resolve().parent.parent
+    # Its state dir in its environment: what `down` finds it by if the record is lost.
+    env_of_state = {**os.environ, "RLARK_TESTENV_STATE": str(state_root())}
+    log = state_root() / "logs" / f"node-{name}.log"
+    node.pids[name] = proc.spawn(argv, log, env_of_state, repo)
+    return node.pids[name]
+
+
+def _restart_dead_relays(node: NodeState) -> bool:
+    """Start again a relay that died (killed, crashed) while containerd and the kubelet run:
+    the node needs no restart for it, only the relay on its own routes. True if one was."""
+    bins = _bins()
+    if not all(proc.alive(node.pids.get(c, 0), bins[c]) for c in ("containerd", "kubelet")):
+        return False
+    restarted = False
+    for name, routes in (("forward", node.forward_routes), ("services", node.services_routes)):
+        if routes and not proc.alive(node.pids.get(name, 0), bins[name]):
+            start_relay(node, name)
+            restarted = True
+    return restarted
 
 
 def start_kubelet(node: NodeState) -> int:

@@ -57,8 +57,33 @@ def _client(s3: S3State) -> Any:
     )
 
 
+def has_bucket(s3: S3State) -> bool:
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        _client(s3).head_bucket(Bucket=s3.bucket)
+        return True
+    except (BotoCoreError, ClientError):
+        return False
+
+
+def ready(s3: S3State | None) -> bool:
+    """Serving, with its bucket: what the tests need, not only a live process."""
+    return s3 is not None and healthy(s3) and has_bucket(s3)
+
+
+def _make_bucket(s3: S3State) -> None:
+    client = _client(s3)
+    with contextlib.suppress(client.exceptions.BucketAlreadyOwnedByYou):
+        client.create_bucket(Bucket=s3.bucket)
+
+
 def up(state: State) -> None:
     if healthy(state.s3):
+        # A server without its bucket (an `up` that failed creating it, a bucket removed by
+        # hand) gets it now: the next `up` mends what a failed one left.
+        assert state.s3 is not None
+        _make_bucket(state.s3)
         return
     down(state)  # a stale record (process gone): clear it first
     build.ensure(build.NEEDS["s3"])
@@ -109,9 +134,7 @@ def up(state: State) -> None:
             tail = (root / "versitygw.log").read_text(errors="replace")[-2000:]
             raise RuntimeError(f"versitygw did not start; log tail:\n{tail}")
         time.sleep(0.1)
-    client = _client(s3)
-    with contextlib.suppress(client.exceptions.BucketAlreadyOwnedByYou):
-        client.create_bucket(Bucket=BUCKET)
+    _make_bucket(s3)
 
 
 def down(state: State) -> None:

@@ -66,6 +66,9 @@ class NodeState:
     kubelet_env: dict[str, str] = field(default_factory=dict, repr=False)
     # The cluster Services a Pod of the node reaches by ClusterIP: name -> "ip:port".
     services: dict[str, str] = field(default_factory=dict)
+    # The routes of its two relays (testenv.forward's arguments), to start one again alone.
+    forward_routes: list[str] = field(default_factory=list)
+    services_routes: list[str] = field(default_factory=list)
 
 
 @dataclass

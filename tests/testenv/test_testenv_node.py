@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import os
+import signal
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -16,7 +17,7 @@ import pytest
 from kubernetes import client
 
 from fixtures.testenv import KubeEnv
-from testenv import node, node_host, state
+from testenv import node, node_host, proc, state
 from testenv.cluster import kubectl as cluster_kubectl
 from testenv.paths import state_root
 
@@ -181,6 +182,43 @@ def test_a_changed_worker_image_is_imported_without_restarting_the_node(
     assert after is not None and after.worker_key == image.worker_key()
     assert after.pids == before  # imported, not restarted
     assert node.healthy(after, cluster_kubectl)
+
+
+def test_up_starts_dead_relays_of_the_node_again_without_restarting_it(
+    kube_env: KubeEnv, pods: list[str]
+) -> None:
+    """Both relays killed (the host end's to the API server, the Service network's): `up`
+    starts them again on their own routes; containerd and the kubelet keep running, and a Pod
+    is placed and run through them and reaches the S3 Service."""
+    import testenv.__main__ as testenv_cli
+
+    before = state.load().node
+    assert before is not None
+    for relay in ("forward", "services"):
+        os.kill(before.pids[relay], signal.SIGKILL)
+    relays = [before.pids["forward"], before.pids["services"]]
+    wait_for("the relays gone", lambda: not any(proc.alive(pid) for pid in relays), 20)
+    assert not node.healthy(state.load().node, cluster_kubectl)
+    testenv_cli.up("cluster")
+    after = state.load().node
+    assert after is not None and node.healthy(after, cluster_kubectl)
+    for relay in ("forward", "services"):
+        assert after.pids[relay] != before.pids[relay] and proc.alive(after.pids[relay])
+    assert {c: after.pids[c] for c in ("containerd", "kubelet")} == {
+        c: before.pids[c] for c in ("containerd", "kubelet")
+    }
+    script = (
+        "import os, socket\n"
+        "socket.create_connection((os.environ['S3_SERVICE_HOST'], 80), 5).close()\n"
+        "print('s3 ok', flush=True)\n"
+    )
+    name = real_pod(kube_env, pods, ["python", "-c", script])
+    pod = wait_for(
+        "the Pod to end",
+        lambda: (p := read(kube_env, name)).status.phase in ("Succeeded", "Failed") and p,
+    )
+    resp = kube_env.core().read_namespaced_pod_log(name, kube_env.namespace, _preload_content=False)
+    assert (pod.status.phase, resp.data.decode()) == ("Succeeded", "s3 ok\n")
 
 
 def leftovers() -> dict[str, Any]:
