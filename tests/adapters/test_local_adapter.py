@@ -19,7 +19,7 @@ import sys
 import textwrap
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -632,11 +632,15 @@ def test_the_next_run_removes_what_a_killed_run_left_and_says_so(
     assert re.fullmatch(rf"{scratch.name} \(\d+ processes\)", swept), swept
 
 
-def test_a_store_that_dies_while_6_5_waits_fails_6_5_with_the_cause(
-    s3_chain: Any, profile: Profile, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A private S3 server of the test services (built already for ``s3_chain``'s), killed
-    once the first signal was seen; the shared one is never touched."""
+def _run_killing_a_private_s3(
+    profile: Profile,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    when: Callable[[Any], bool],
+) -> tuple[Any, list[float], float]:
+    """The profile's Step 6 against a private S3 server of the test services (built already
+    for ``s3_chain``'s), SIGKILLed at the first phase result ``when`` holds for; the shared
+    server is never touched. Returns the record, when it was killed and when it went red."""
     from rlark_acceptance.preflight.entry import preflight_profile
     from rlark_acceptance.run.acceptance import submit_and_confirm
 
@@ -655,27 +659,60 @@ def test_a_store_that_dies_while_6_5_waits_fails_6_5_with_the_cause(
             monkeypatch.setenv(key, value)
         killed: list[float] = []
 
-        def kill_after_first_signal(p: Any) -> None:
-            if p.check == "6.4" and p.status == "passed":
+        def kill(p: Any) -> None:
+            if not killed and when(p):
                 os.kill(int(s3["pid"]), signal.SIGKILL)
                 killed.append(time.monotonic())
 
         ad = open_adapter(profile, scratch_root=str(tmp_path / "pods"))
         try:
-            rec = submit_and_confirm(
-                ad, preflight_profile(profile), on_phase=kill_after_first_signal
-            )
+            rec = submit_and_confirm(ad, preflight_profile(profile), on_phase=kill)
             red = time.monotonic()
         finally:
             ad.close()
     finally:
-        subprocess.run([testenv, "down", "s3"], env=env, capture_output=True)
+        subprocess.run([testenv, "down", "s3", "--force"], env=env, capture_output=True)
+    return rec, killed, red
+
+
+def test_a_store_that_dies_while_6_5_waits_fails_6_5_with_the_cause(
+    s3_chain: Any, profile: Profile, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rec, killed, red = _run_killing_a_private_s3(
+        profile, tmp_path, monkeypatch, lambda p: p.check == "6.4" and p.status == "passed"
+    )
     first = rec.earliest_failure
     assert killed and first is not None, rec.phases
-    assert first.check == "6.5" and red - killed[0] < 15, (first, red - killed[0])
+    # The steps (T.1) wait on a Worker hung on its dead mount: named after two missed
+    # answers of the store; then 6.5 cannot read the location either (its bounded retries).
+    assert first.check == "6.5" and red - killed[0] < 30, (first, red - killed[0])
     assert "could not be read while the Worker ran" in first.message
     assert "EndpointConnectionError" in first.message and "after 4 attempts" in first.message
     assert "timeouts.output" not in first.message
+    steps = rec.phases["T.1"]
+    assert steps.status == "passed" or "does not answer [mount-io-error]" in steps.message, steps
+
+
+def test_a_store_killed_before_the_first_signal_is_named_not_the_rlinf_config(
+    s3_chain: Any, profile: Profile, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The S3 server behind the checkpoint mount dies as the run script starts: the Worker
+    hangs on its mount (or dies of an I/O error there), and 6.4's verdict names the store
+    that does not answer and gives the store's remedy, not the doc's "check the RLinf
+    config" nor a timeout."""
+    from rlark_acceptance.run.report import hint
+
+    rec, killed, red = _run_killing_a_private_s3(
+        profile, tmp_path, monkeypatch, lambda p: p.check == "6.3" and p.status == "passed"
+    )
+    first = rec.earliest_failure
+    assert killed and first is not None, rec.phases
+    assert first.check == "6.4", (first, rec.log_excerpt())
+    # The Worker hangs on its mount (s3fs retries) or dies of EIO: either way the store.
+    assert "[mount-io-error" in first.message, first.message
+    assert "the store behind" in first.message and "does not answer" in first.message
+    assert hint(first.check, first.message).startswith("The mount's store stopped answering")
+    assert "timeouts.firstSignal" not in first.message and red - killed[0] < 30
 
 
 def test_the_worker_is_isolated_like_a_container(

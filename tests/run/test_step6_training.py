@@ -335,3 +335,32 @@ def test_an_io_error_on_a_mount_names_the_store_that_stopped_answering(
     assert hint(check, message).startswith("The mount's store stopped answering"), hint(
         check, message
     )
+
+
+def test_a_store_that_stops_answering_under_a_silent_worker_is_named_at_once(
+    base: tuple[Profile, Any], tmp_path: Path, store: Path
+) -> None:
+    """A Worker whose mount's store died hangs on the mount (s3fs retries): the phase waited
+    for fails after two missed answers of the store, naming it, not at its own timeout."""
+    s3 = Unanswering(store)
+    script = [*started(), call(3.0, lambda: setattr(s3, "down", True))]
+    rec, _ = run(base, tmp_path, script, validated=CONFIG, store=s3)
+    check, message, at = verdict(rec)
+    assert check == "6.4" and at < 20.0, (check, at, message)
+    assert message.startswith(
+        f"the store behind mount ckpt (/mnt/ckpt, file://{store}) does not answer "
+        "[mount-io-error]: "
+    ), message
+    from rlark_acceptance.run.report import hint
+
+    assert hint(check, message).startswith("The mount's store stopped answering")
+
+
+def test_a_store_that_misses_one_answer_is_not_a_failure(
+    base: tuple[Profile, Any], tmp_path: Path, store: Path
+) -> None:
+    s3 = Unanswering(store)
+    script = [*started(), call(3.0, lambda: setattr(s3, "down", True))]
+    script += [call(9.0, lambda: setattr(s3, "down", False)), line(30.0, "Global Step: 1/5")]
+    rec, _ = run(base, tmp_path, script, validated=CONFIG, store=s3)
+    assert rec.status("6.4") == "passed", rec.phases

@@ -587,12 +587,16 @@ def _candidates(text: str, triggers: Sequence[str]) -> list[int]:
 
 
 _BY_ID = {c.id: c for c in FAILURE_CLASSES}
-# How a failure's message names the class of its first error (``observed.cause_text``):
-# ``its first error [mount-io-error: …]``.
-_NAMED = re.compile(r"its first error \[(?P<id>[a-z-]+):")
+# How a failure's message names the class of its first error (``observed.cause_text``:
+# ``its first error [mount-io-error: …]``), or of what the harness saw itself (a store that
+# does not answer, ``engine.store_down``: ``does not answer [mount-io-error]``).
+_NAMED = re.compile(r"its first error \[(?P<id>[a-z-]+):|\[(?P<bare>[a-z]+(?:-[a-z]+)+)\]")
 
 
 def class_in(message: str) -> FailureClass | None:
     """The failure class a failure's message names for the Worker's first error, if any."""
-    m = _NAMED.search(message)
-    return _BY_ID.get(m.group("id")) if m else None
+    for m in _NAMED.finditer(message):
+        found = _BY_ID.get(m.group("id") or m.group("bare"))
+        if found is not None:
+            return found
+    return None

@@ -25,6 +25,7 @@ from rlark_acceptance.storage.store import (
     Store,
     StoreError,
     StoreUnavailable,
+    unanswered,
 )
 from rlark_acceptance.storage.tensorboard import EventFilesReport, verify_event_files
 from rlark_acceptance.storage.tensors import (
@@ -59,6 +60,7 @@ __all__ = [
     "read_scalars",
     "read_tensors",
     "snapshot",
+    "unanswered",
     "verify_checkpoints",
     "verify_event_files",
 ]

@@ -350,3 +350,18 @@ def list_for_report(store: Store, prefix: str, problems: list[str]) -> list[Obje
     except StoreError as e:
         problems.append(f"cannot list {prefix or '/'}: {e.code}: {e.detail}")
         return None
+
+
+# A key no run writes: listing it costs one request and returns nothing, whatever the store holds.
+_PROBE_PREFIX = ".rlark-acceptance-probe/"
+
+
+def unanswered(store: Store) -> StoreError | None:
+    """Why ``store`` does not answer now (after its bounded retries); None when it does."""
+    try:
+        store.list(_PROBE_PREFIX)
+    except ObjectNotFound:
+        return None
+    except StoreError as exc:
+        return exc
+    return None

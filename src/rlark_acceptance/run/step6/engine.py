@@ -52,7 +52,7 @@ from rlark_acceptance.run.step6.phase import (
 )
 from rlark_acceptance.run.step6.readings import checkpoints_at, scalars_at
 from rlark_acceptance.run.step6.record import PhaseResult, RunRecord
-from rlark_acceptance.storage import ObjectNotFound, StoreError
+from rlark_acceptance.storage import ObjectNotFound, Store, StoreError, unanswered
 from rlark_acceptance.storage import verify_checkpoints as _verify
 
 # After the Worker's log ended, how long to wait for the Pod status that carries the exit code.
@@ -69,6 +69,13 @@ PROGRESS_SECONDS = 1.0
 READING_BEHIND_SECONDS = 5.0
 # A phase asking for more probes than this without deciding is a bug in the phase.
 MAX_PROBES = 8
+# While the Worker's run script runs and its log has been silent this long, the stores of its
+# object-storage mounts are asked whether they answer, as often; two answers missed in a row
+# (each after the store's bounded retries) fail the phase waited for naming the store: a
+# Worker whose mount's store died hangs on it (s3fs retries) or dies of EIO, and either way
+# the verdict must name the store, not the RLinf config.
+STORE_WATCH_SECONDS = 5.0
+STORE_MISSES = 2
 
 
 class PhaseFailed(Exception):
@@ -129,6 +136,9 @@ class Engine:
         self.stream: Stream | None = None
         self.settled = False  # the Worker's final state was collected (``settle``)
         self.worker_deleted = False
+        self.watched = clock()  # when the mounts' stores were last asked (``store_down``)
+        self.misses: dict[str, int] = {}
+        self._stores: list[tuple[str, str, Store]] | None = None
 
     # --- the record -----------------------------------------------------------------------
     def since(self, at: float | None = None) -> float:
@@ -299,6 +309,9 @@ class Engine:
                 # Not the Worker's fault: what stopped answering is named, and what may be left.
                 self.rec.fault_at = seen.since(seen.happened_at)
                 raise self.fail(phase, unreachable_text(seen.lost))
+            if verdict is None and (down := self.store_down()) is not None:
+                self.rec.fault_at = seen.since(self.clock())
+                raise self.fail(phase, down)
             if verdict is None and seen.worker_over():
                 if not self.settled:
                     self.settle()
@@ -318,6 +331,46 @@ class Engine:
             if self.on_progress is not None and self.clock() - ticked >= PROGRESS_SECONDS:
                 ticked = self.clock()
                 self.progress(phase, timeout, ticked - start)
+
+    def store_down(self) -> str | None:
+        """Why the phase waited for cannot go on: a store behind the Worker's mounts stopped
+        answering while its log is silent (``STORE_WATCH_SECONDS``); None while all answer."""
+        seen, now = self.seen, self.clock()
+        if seen.log.script_line is None or seen.worker_over():
+            return None
+        silent_since = seen.log_at if seen.log_at is not None else seen.t0
+        if now - silent_since < STORE_WATCH_SECONDS or now - self.watched < STORE_WATCH_SECONDS:
+            return None
+        self.watched = now
+        for name, path, store in self.watched_stores():
+            error = unanswered(store)
+            if error is None:
+                self.misses.pop(name, None)
+                continue
+            self.misses[name] = self.misses.get(name, 0) + 1
+            if self.misses[name] >= STORE_MISSES:
+                return (
+                    f"the store behind mount {name} ({path}, {store.describe()}) does not "
+                    f"answer [{MOUNT_IO_ERROR.id}]: {error}; the Worker has printed nothing "
+                    f"for {now - silent_since:.0f} s; {seen.pod_text()}"
+                )
+        return None
+
+    def watched_stores(self) -> list[tuple[str, str, Store]]:
+        """The stores of the Job's object-storage mounts (named once, on first use)."""
+        if self._stores is None:
+            self._stores = []
+            worker = self.rec.job.worker
+            for m in worker.mounts if worker is not None else []:
+                if m.type != "objectStorage" or not m.container_path:
+                    continue
+                try:
+                    self._stores.append(
+                        (m.name, m.container_path, self.adapter.store_for(self.rec.job, m))
+                    )
+                except Exception:  # any adapter's: a store it cannot name is not watched
+                    continue
+        return self._stores
 
     def reading_behind(self, deadline: float) -> bool:
         """The log is still being read up to lines the Worker wrote before ``deadline``,

@@ -95,6 +95,7 @@ class Observed:
         # When the last line read was written (the target's stamps), and when it was read.
         self.written: float | None = None
         self.read_at: float | None = None
+        self.log_at: float | None = None  # when the latest log lines were read
         self.tail = tail  # what the record keeps of the log
         # --- the answers to the probes (None: not asked yet)
         self.ref: JobRef | None = None
@@ -122,6 +123,7 @@ class Observed:
             if item.event.type == "Warning":
                 self.warning = item.event
         elif item.kind == "log":
+            self.log_at = item.at
             if item.written is not None:
                 self.written, self.read_at = item.written, item.at
             lines = item.log_lines
