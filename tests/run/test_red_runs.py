@@ -17,7 +17,7 @@ from typing import Any
 import junitparser
 import pytest
 
-from rlark_acceptance.model.doc_checks import CHECKS, remedy
+from rlark_acceptance.model.doc_checks import ALL_CHECKS, remedy
 from tests.run.suite_runs import (
     AS_IT_IS,
     STEP6_ONLY,
@@ -56,7 +56,7 @@ def assert_allure_failure(run: SuiteRun, scenario: str, check: str) -> dict[str,
     assert result["status"] == "failed", result["status"]
     labels = {(label["name"], label["value"]) for label in result["labels"]}
     assert ("epic", "在单个 GPU 节点上运行 RLinf") in labels
-    section = next(c.section for c in CHECKS if c.id == check)
+    section = next(c.section for c in ALL_CHECKS if c.id == check)
     assert any(n == "feature" and v.endswith(section) and v[:2].isdigit() for n, v in labels)
     assert any(n == "story" and v.startswith(f"{check} ") for n, v in labels)
     assert ("acceptance", "profile") in labels
@@ -77,7 +77,7 @@ def junit_case(run: SuiteRun, check: str, *, failed: bool) -> Any:
         named = case.name.startswith((f"[{check}] ", f"[{check}-"))  # [2.1-2.4] names 2.1
         mine = any(f.type == check for f in failures) or named
         if mine and bool(failures) == failed:
-            section = next(c.section for c in CHECKS if c.id == check)
+            section = next(c.section for c in ALL_CHECKS if c.id == check)
             assert case.classname.endswith(section), case.classname
             return case
     raise AssertionError(f"no {'failed ' if failed else ''}testcase of the profile for {check}")
@@ -104,6 +104,69 @@ def assert_rendered_red(run: SuiteRun, check: str) -> Any:
     assert rendered.title.endswith(f"NOT ACCEPTED at {check}"), rendered.title
     assert f"NOT ACCEPTED at {check}" in rendered.output, rendered.output
     return rendered
+
+
+# -- the training: a run that passes every check of the page and trained garbage -----------
+
+
+def _run_command_adds(site: Site, override: str) -> None:
+    """The same override in the Job's run script and the profile's start command (5.6)."""
+    old = "runner.logger.log_path=/mnt/ckpt/logs"
+    site.edit(site.job, f"{old}\n", f"{old} {override}\n")
+    site.edit(site.profile, f"{old}\n", f"{old} {override}\n")
+
+
+TRAINING_MISTAKES = [
+    # (check, the run command's override, profile lines, in the message, also failed)
+    ("T.2", "smoke.nan_from_step=3", {}, "scalars are not finite", "T.3"),
+    (
+        "T.1",
+        "smoke.stall_after_step=2",
+        {"  progress: 60": "  progress: 4"},
+        "stalled at step 2 of 5",
+        None,
+    ),
+]
+TRAINING_SCENARIOS = {
+    "T.1": "the run reaches the steps its config asks for",
+    "T.2": "the run's metrics are real",
+}
+
+
+@pytest.mark.parametrize(
+    ("check", "override", "profile_lines", "text", "also"),
+    TRAINING_MISTAKES,
+    ids=[m[0] for m in TRAINING_MISTAKES],
+)
+def test_a_run_that_trained_garbage_is_not_accepted_in_every_form_a_user_reads(
+    tmp_path: Path,
+    check: str,
+    override: str,
+    profile_lines: dict[str, str],
+    text: str,
+    also: str | None,
+) -> None:
+    """Every check of the page passes; the training check names what went wrong, in the
+    record, the terminal, JUnit as CI parses it, Allure and the rendered report."""
+    site = site_copy(tmp_path)
+    _run_command_adds(site, override)
+    for old, new in profile_lines.items():
+        site.edit(site.profile, old, new)
+    run = run_suite(site, "-m", STEP6_ONLY)
+
+    first = assert_red_at(run, check)
+    assert first["scenario"] == TRAINING_SCENARIOS[check]
+    assert text in first["message"], first["message"]
+    checks = run.summary["checks"]
+    assert all(checks[c] == "passed" for c in RUNTIME), checks  # the page saw nothing wrong
+    if also is not None:
+        assert checks[also] == "failed", checks
+    training = run.summary["training"]
+    assert training["checks"] == ["T.1", "T.2", "T.3"], training
+    result = assert_allure_failure(run, TRAINING_SCENARIOS[check], check)
+    assert ("severity", "critical") in {(x["name"], x["value"]) for x in result["labels"]}
+    assert remedy(check) in junit_failure(run, check)
+    assert_rendered_red(run, check)
 
 
 # -- the pre-flight: one broken section each, Step 6 never starts -------------------------
