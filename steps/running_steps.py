@@ -14,7 +14,7 @@ from rlark_acceptance.model.profile import load_profile
 from rlark_acceptance.model.training import TRAINING_IDS
 from rlark_acceptance.preflight.entry import preflight_profile
 from rlark_acceptance.run.acceptance import AcceptanceRun, accept, submit_and_confirm
-from rlark_acceptance.run.evidence import NOT_REACHED, preflight_stop
+from rlark_acceptance.run.evidence import NOT_REACHED, TRAINING_OFF, preflight_stop
 from rlark_acceptance.run.step6 import Interrupted
 from rlark_acceptance.secrets import Redactor
 
@@ -76,7 +76,7 @@ def submitted(run: AcceptanceRun) -> None:
 def _phase(run: AcceptanceRun, check: str) -> None:
     assert run.record is not None
     if check in TRAINING_IDS and check not in run.record.training:
-        pytest.skip(f"[{check}] off: the profile's training.checks leave it out")
+        pytest.skip(f"[{check}] {TRAINING_OFF}")
     p = run.record.phases.get(check)
     if p is None or p.status not in ("passed", "failed"):  # skipped / not reached
         why = p.message if p and NOT_REACHED in p.message else NOT_REACHED

@@ -364,3 +364,24 @@ def test_a_store_that_misses_one_answer_is_not_a_failure(
     script += [call(9.0, lambda: setattr(s3, "down", False)), line(30.0, "Global Step: 1/5")]
     rec, _ = run(base, tmp_path, script, validated=CONFIG, store=s3)
     assert rec.status("6.4") == "passed", rec.phases
+
+
+def test_training_checks_the_profile_turns_off_are_skipped_never_not_reached(
+    training: tuple[Profile, Any], tmp_path: Path, store: Path
+) -> None:
+    """The record of a profile with ``training: false``: its page checks decide the verdict,
+    the training's are skipped (the profile's choice), not "not reached" (a failure)."""
+    from rlark_acceptance.model.training import OFF
+    from rlark_acceptance.preflight.entry import preflight_profile
+    from rlark_acceptance.run.evidence import TRAINING_OFF, run_results
+    from rlark_acceptance.run.outcome import AcceptanceRun
+    from tests.run.conftest import ROOT
+
+    prof, job = training
+    rec, _ = run((replace(prof, training=OFF), job), tmp_path, trained(store), validated=CONFIG)
+    assert rec.training == () and rec.passed
+    pre = preflight_profile(ROOT / "profiles" / "local.yaml")
+    results = {r.check: r for r in run_results(AcceptanceRun(pre, rec), ["6.5", "T.1", "T.2"])}
+    assert results["6.5"].status == "passed"
+    assert (results["T.1"].status, results["T.1"].message) == ("skipped", TRAINING_OFF)
+    assert results["T.2"].status == "skipped"

@@ -13,6 +13,7 @@ from typing import Any
 
 from rlark_acceptance.model.doc_checks import CheckId, earliest
 from rlark_acceptance.model.findings import Location, Severity
+from rlark_acceptance.model.training import TRAINING_IDS
 from rlark_acceptance.preflight.entry import PreflightResult, sorted_findings
 from rlark_acceptance.run.outcome import AcceptanceRun
 from rlark_acceptance.run.report import CheckResult
@@ -20,6 +21,8 @@ from rlark_acceptance.run.step6.log import is_script_output
 from rlark_acceptance.run.step6.plan import manifest_of
 
 NOT_REACHED = "not reached"  # how a step says its check was never reached (a skip reason)
+# How a step says a training check is off (``training:`` of the profile): skipped, not failed.
+TRAINING_OFF = "off: the profile's training.checks leave it out"
 
 
 def preflight_results(pre: PreflightResult, checks: list[str]) -> list[CheckResult]:
@@ -55,7 +58,9 @@ def run_results(run: AcceptanceRun, checks: list[str]) -> list[CheckResult]:
     out = []
     for check in checks:
         p = run.record.phases.get(check)
-        if p is None or p.status not in ("passed", "failed"):  # skipped / not reached
+        if check in TRAINING_IDS and check not in run.record.training:
+            out.append(CheckResult(check, "skipped", TRAINING_OFF))  # the profile's choice
+        elif p is None or p.status not in ("passed", "failed"):  # skipped / not reached
             failed = run.record.earliest_failure
             why = f"{NOT_REACHED}: {failed.check} failed" if failed else NOT_REACHED
             out.append(CheckResult(check, "notReached", p.message if p else why))

@@ -102,7 +102,7 @@ def run(cfg: dict[str, Any]) -> None:
             print(table, flush=True)
             if spec.stall_after_step is not None and global_step >= spec.stall_after_step:
                 metric_logger.flush()
-                stall()
+                stall(spec.stall_seconds)
     except Exception:
         if spec.kill_actors_on_failure:
             knock_on(env, rollout)
@@ -111,12 +111,13 @@ def run(cfg: dict[str, Any]) -> None:
         metric_logger.finish()
 
 
-def stall() -> None:
+def stall(seconds: float) -> None:
     """What a run that hangs looks like from outside: alive, and printing no further step
-    (a dead-locked collective, an environment worker that never answers)."""
+    (a dead-locked collective, an environment worker that never answers), for ``seconds``;
+    then it gives up, as a collective's own timeout would."""
     print("smoke.stall_after_step: the run hangs here", flush=True)
-    while True:
-        time.sleep(3600)
+    time.sleep(seconds)
+    raise RuntimeError(f"smoke.stall_after_step: hung for {seconds:.0f} s, giving up")
 
 
 def knock_on(*actors: Any) -> None:

@@ -51,6 +51,7 @@ class SmokeSpec:
     crash_at_step: int | None
     nan_from_step: int | None
     stall_after_step: int | None
+    stall_seconds: float
     kill_actors_on_failure: bool
     write_optimizer_state: bool
     actor_group: str
@@ -81,6 +82,7 @@ class SmokeSpec:
             crash_at_step=None if crash is None else int(crash),
             nan_from_step=None if nan is None else int(nan),
             stall_after_step=None if stall is None else int(stall),
+            stall_seconds=float(_get(cfg, "smoke.stall_seconds", 3600.0)),
             kill_actors_on_failure=bool(_get(cfg, "smoke.kill_actors_on_failure", False)),
             write_optimizer_state=bool(_get(cfg, "smoke.write_optimizer_state", True)),
             actor_group=str(_get(cfg, "actor.group_name", "ActorGroup")),
