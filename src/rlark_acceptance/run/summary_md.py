@@ -24,6 +24,11 @@ STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 _WORD = {"passed": "ACCEPTED", "interrupted": "INTERRUPTED"}
 
 
+def _name(summary: Mapping[str, Any]) -> str:
+    """The profile's name (its history's folder), else its file."""
+    return str((summary.get("provenance") or {}).get("profileName") or summary.get("profile"))
+
+
 def _seconds(value: float | None) -> str:
     return "–" if value is None else f"{value:.1f}"
 
@@ -37,9 +42,9 @@ def render(
     """``changes``: since the previous run of the profile (None: there is none)."""
     verdict = str(summary.get("verdict", "failed"))
     lines = [
-        f"# RLark acceptance of `{summary.get('profile')}`: {_WORD.get(verdict, 'NOT ACCEPTED')}",
+        f"# RLark acceptance of `{_name(summary)}`: {_WORD.get(verdict, 'NOT ACCEPTED')}",
         "",
-        f"Run `{summary.get('runId')}`.",
+        f"Run `{summary.get('runId')}` of `{summary.get('profile')}`.",
         "",
     ]
     first = summary.get("earliestFailure")
@@ -115,7 +120,7 @@ def trend_chart(path: Path, earlier: Sequence[Entry], current: Mapping[str, Any]
     ax.set_xticks(xs, [str(r or "?")[-6:] for r, _ in runs], rotation=45, fontsize=7)
     ax.set_xlabel("run (last 6 of its id; this run last)")
     ax.set_ylabel("seconds since submission")
-    ax.set_title(f"Step 6 stages of {current.get('profile')}")
+    ax.set_title(f"Step 6 stages of {_name(current)}")
     if stages:
         ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
