@@ -96,7 +96,9 @@ def test_a_slower_stage_is_a_warning_then_under_the_strict_policy_a_failure_of_b
     row = f"| rayHead | {stage['seconds']:.1f} | – | {stage['median']:.1f} (3) |"
     assert row in md and "regressed |" in md
     assert warning.group(0) in md
-    assert "Nothing changed" in md  # same image, node and harness; the Job YAML changed
+    # Since the previous run: the Job YAML (its prepare script), not the image or the node.
+    assert "- Job YAML changed" in md and "image changed" not in md, md
+    assert "node changed" not in md, md
     assert step_summary.read_text(encoding="utf-8") == md
     assert (slow.reports / "stage-trend.svg").is_file() and "](stage-trend.svg)" in md
 
