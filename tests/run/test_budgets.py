@@ -49,6 +49,13 @@ def test_exactly_the_ratio_or_the_budget_holds() -> None:
     assert report.failing() == []
 
 
+def test_a_sub_second_stage_that_doubles_by_less_than_a_second_holds() -> None:
+    report = evaluate(
+        {"submit": 1.1, "scheduled": 2.6}, Budgets(), [{"submit": 0.5, "scheduled": 0.5}]
+    )
+    assert [s.stage for s in report.failing()] == ["scheduled"]
+
+
 def test_a_first_run_says_so_and_does_not_fail() -> None:
     report = evaluate({"rayHead": 41.2}, Budgets(strict=True), [], history="file:///h")
     assert report.first_run and not report.failed()

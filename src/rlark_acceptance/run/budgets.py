@@ -19,6 +19,10 @@ from typing import Any
 
 from rlark_acceptance.model.budgets import DEFAULT_LAST, DEFAULT_RATIO, STAGES, Budgets
 
+# A stage must also be this much slower than the median to have regressed: the sub-second
+# stages (submit, scheduled) double on a busy machine without anything being wrong.
+MIN_SLOWER_S = 1.0
+
 
 @dataclass(frozen=True)
 class Stage:
@@ -43,7 +47,9 @@ class Stage:
 
     @property
     def regressed(self) -> bool:
-        return self.ratio is not None and self.ratio > self.limit
+        if self.ratio is None or self.median is None:
+            return False
+        return self.ratio > self.limit and self.seconds - self.median >= MIN_SLOWER_S
 
     @property
     def holds(self) -> bool:
