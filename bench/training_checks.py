@@ -33,9 +33,9 @@ from rlark_acceptance.run.step6 import confirm_running, plan_for  # noqa: E402
 def one(profile: Path, *, training: bool) -> tuple[float, dict[str, float]]:
     pre = preflight_profile(profile)
     assert pre.verdict == "pass" and pre.profile is not None, pre
-    if not training:
-        pre = replace(pre, profile=replace(pre.profile, training=OFF))
-    adapter = open_adapter(pre.profile)
+    profile_ = pre.profile if training else replace(pre.profile, training=OFF)
+    pre = replace(pre, profile=profile_)
+    adapter = open_adapter(profile_)
     try:
         t0 = time.monotonic()
         rec = confirm_running(adapter, plan_for(pre))

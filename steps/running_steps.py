@@ -246,3 +246,88 @@ def stopped_at_preflight(fault_run: AcceptanceRun, check: str) -> None:
 def nothing_submitted(fault_run: AcceptanceRun, adapter: Any, workspace: Workspace) -> None:
     namespace = (workspace.job or {}).get("metadata", {}).get("namespace", "rlinf-acceptance")
     assert adapter.list_jobs(namespace) == []
+
+
+# -- release over release (B.1) ------------------------------------------------------------
+
+
+def _stages_reached(run: AcceptanceRun) -> None:
+    """B.1 compares the stages of a run that got through Step 6: one that stopped earlier is
+    that stage's failure, not a slow stage."""
+    rec = run.record
+    if rec is None or not rec.durations:
+        pytest.skip(f"[{CheckId.STAGES_HOLD_BUDGETS}] {NOT_REACHED}")
+    stopped = [p.check for p in rec.phases.values() if p.status != "passed"]
+    if stopped:
+        pytest.skip(f"[{CheckId.STAGES_HOLD_BUDGETS}] {NOT_REACHED}: {', '.join(stopped)}")
+
+
+@when(
+    "its stages are compared with their budgets and the profile's earlier runs",
+    target_fixture="budget_check",
+)
+def compare_stages(run: AcceptanceRun, pytestconfig: pytest.Config) -> Any:
+    from fixtures.run_record import compared
+
+    _stages_reached(run)
+    found = compared(pytestconfig)
+    assert found is not None, f"[{CheckId.STAGES_HOLD_BUDGETS}] the run recorded no stage"
+    return found.budgets
+
+
+@then("the stages hold their budgets and do not regress")
+def stages_hold(budget_check: Any) -> None:
+    # Under the default policy a slow stage is a warning of the record, not a failure.
+    # The figures alone: the record heads them with B.1 and adds its remedy.
+    if budget_check.failed():
+        pytest.fail(budget_check.message(), pytrace=False)
+
+
+@given(
+    "a history in which every stage of the profile took a tenth of this run's time",
+    target_fixture="faster_history",
+)
+def faster_history(run: AcceptanceRun, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    from datetime import UTC, datetime, timedelta
+
+    from rlark_acceptance.run.history import History
+    from rlark_acceptance.storage import FileStore
+
+    _stages_reached(run)
+    assert run.record is not None
+    history = History(FileStore(tmp_path_factory.mktemp("history")))
+    when = datetime.now(UTC)
+    for i in range(3):
+        durations = {k: v / 10 for k, v in run.record.durations.items()}
+        summary = {"runId": f"earlier-{i}", "durations": durations}
+        history.append(summary, "profile", when - timedelta(hours=3 - i))
+    return history
+
+
+@when(
+    "its stages are compared with that history under the strict policy",
+    target_fixture="budget_check",
+)
+def compare_strict(run: AcceptanceRun, target_profile: Any, faster_history: Any) -> Any:
+    from rlark_acceptance.run.budgets import evaluate
+
+    assert run.record is not None
+    earlier = faster_history.read("profile").entries
+    return evaluate(
+        run.record.durations,
+        target_profile.budgets,
+        [e.durations for e in earlier],
+        strict=True,
+        history=faster_history.describe(),
+    )
+
+
+@then("B.1 fails naming each stage with its time, the median of the earlier runs and the ratio")
+def strict_fails(budget_check: Any) -> None:
+    assert budget_check.failed(), f"B.1 held: {budget_check.as_dict()}"
+    message = budget_check.message()
+    for stage in budget_check.stages:
+        if stage.seconds >= 0.5:  # a tenth of it is still a median to compare with
+            assert f"{stage.stage} {stage.seconds:.1f} s: 10.0× the median of the last 3 runs" in (
+                message
+            ), message

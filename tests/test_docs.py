@@ -122,6 +122,34 @@ def test_a_test_exercises_a_check_by_what_it_calls(tmp_path: Path) -> None:
     assert found == {"tests/test_x.py": ["test_direct"]}
 
 
+def test_provenance_and_budgets_have_the_documented_keys(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from rlark_acceptance.model.budgets import Budgets
+    from rlark_acceptance.run.budgets import evaluate
+    from rlark_acceptance.run.provenance import collect
+
+    now = datetime.now(UTC)
+    real = collect(
+        root=tmp_path,
+        profile_name="p",
+        profile=PROFILE,
+        job_text=None,
+        image=None,
+        image_id=None,
+        node=None,
+        run_id="r",
+        started=now,
+        finished=now,
+    ).as_dict()
+    assert set(real) == set(documented("provenance")["provenance"])
+    budgets = evaluate({"rayHead": 41.2}, Budgets({"rayHead": 20}), [{"rayHead": 6.1}] * 3)
+    doc = documented("budgets")["budgets"]
+    assert set(budgets.as_dict()) == set(doc)
+    assert set(budgets.as_dict()["stages"]["rayHead"]) == set(doc["stages"]["rayHead"])
+    assert budgets.as_dict()["failing"] == doc["failing"]
+
+
 def test_run_summary_has_the_documented_keys() -> None:
     from rlark_acceptance.model.findings import Location
     from rlark_acceptance.run.report import CheckResult, RunReport, ScenarioRecord, kind_of

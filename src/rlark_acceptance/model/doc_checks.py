@@ -79,6 +79,10 @@ class CheckId:
     METRICS_REAL: Final = "T.2"
     CHECKPOINT_TRAINED: Final = "T.3"
 
+    # Release over release (``BUDGETS`` below): the Step 6 stages against the profile's
+    # budgets and the history of its earlier runs. ``B.`` is no section of the page either.
+    STAGES_HOLD_BUDGETS: Final = "B.1"
+
 
 @dataclass(frozen=True)
 class DocCheck:
@@ -438,8 +442,29 @@ TRAINING: tuple[DocCheck, ...] = (
         "location of its own",
     ),
 )
-# Every check the record knows, in troubleshooting order: the page's, then the training's.
-ALL_CHECKS: tuple[DocCheck, ...] = CHECKS + TRAINING
+
+# Release over release, after the training: a platform release can pass every check above
+# while the Ray head takes six times as long to start. Decided at the end of the run from the
+# Step 6 durations, the profile's ``budgets:`` and the history of its earlier runs; a warning
+# by default, a failure of B.1 under the strict policy (``--budgets strict``).
+BUDGETS_SECTION = "版本对比 Release over release (beyond the page)"
+
+BUDGETS: tuple[DocCheck, ...] = (
+    DocCheck(
+        "B.1",
+        BUDGETS_SECTION,
+        "runtime",
+        "the stages hold their budgets and do not regress",
+        "Release over release: compare this run's provenance with the last run that held "
+        "(image, node, harness commit in summary.md); find the slow stage's cause on the "
+        "target (image pulls, the prepare script, the node's load) before raising its budget "
+        "in the profile's budgets:",
+    ),
+)
+
+# Every check the record knows, in troubleshooting order: the page's, the training's, then
+# release over release.
+ALL_CHECKS: tuple[DocCheck, ...] = CHECKS + TRAINING + BUDGETS
 
 BY_ID: dict[str, DocCheck] = {c.id: c for c in ALL_CHECKS}
 ORDER: dict[str, int] = {c.id: i for i, c in enumerate(ALL_CHECKS)}

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from rlark_acceptance.model.budgets import Budgets, HistorySpec, parse_budgets, parse_history
 from rlark_acceptance.model.errors import InputError
 from rlark_acceptance.model.findings import Location
 from rlark_acceptance.model.keypath import dotted
@@ -107,6 +108,8 @@ class Profile:
     timeouts: Timeouts
     job_normaliser: str | None = None  # a site's own reader of its console's Job YAML
     training: TrainingSpec = field(default_factory=TrainingSpec)  # T.1-T.3
+    budgets: Budgets = field(default_factory=Budgets)  # B.1: seconds per Step 6 stage
+    history: HistorySpec = field(default_factory=HistorySpec)  # B.1: the earlier runs
 
     def loc(self, *keys: Any) -> Location:
         return self.doc.loc(*keys)
@@ -192,6 +195,7 @@ def load_profile(path: str | Path) -> Profile:
     run_info = _run_info(doc)
     timeouts = _timeouts(doc)
     training = parse_training(doc)
+    budgets, history = parse_budgets(doc), parse_history(doc)
     confirmed = _real_robot_confirmed(doc)
     config, config_dir = _config(doc, rlinf, base)
     return Profile(
@@ -208,6 +212,8 @@ def load_profile(path: str | Path) -> Profile:
         timeouts=timeouts,
         job_normaliser=_job_normaliser(doc),
         training=training,
+        budgets=budgets,
+        history=history,
     )
 
 

@@ -132,6 +132,10 @@ class RunReport:
     # error when the run failed (its quote, class and remedy).
     training: dict[str, Any] | None = None
     first_cause: dict[str, Any] | None = None
+    # What the run ran with (``run/provenance.py``), and its Step 6 stages against the
+    # profile's budgets and history (``run/budgets.py``), once the run is over.
+    provenance: dict[str, Any] | None = None
+    budgets: dict[str, Any] | None = None
 
     def add(self, scenario: ScenarioRecord) -> ScenarioRecord:
         return self.scenarios.setdefault(scenario.nodeid, scenario)
@@ -260,6 +264,10 @@ class RunReport:
             out["training"] = self.training
         if self.first_cause is not None:
             out["firstCause"] = self.first_cause
+        if self.budgets is not None:
+            out["budgets"] = self.budgets
+        if self.provenance is not None:
+            out["provenance"] = self.provenance
         return out
 
     def exit_failed(self) -> bool:

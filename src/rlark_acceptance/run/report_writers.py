@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from rlark_acceptance.model.doc_checks import ALL_CHECKS, BY_ID, CheckId, earliest
+from rlark_acceptance.model.doc_checks import ALL_CHECKS, BUDGETS, BY_ID, CheckId, earliest
 from rlark_acceptance.model.training import TRAINING_IDS
 from rlark_acceptance.rlinf.failures import class_in
 from rlark_acceptance.run.report import Kind, RunReport, ScenarioRecord
@@ -359,14 +359,17 @@ def terminal_lines(data: dict[str, Any], path: Path) -> list[str]:
         for s in ("passed", "failed", "notReached", "skipped")
     }
     training = [c for c in data["checks"] if c in TRAINING_IDS]
-    page = len(data["checks"]) - len(training)
-    passed_page = sum(1 for c, v in data["checks"].items() if v == "passed" and c not in training)
+    beyond = set(training) | {c.id for c in BUDGETS}
+    page = [c for c in data["checks"] if c not in beyond]
+    passed_page = sum(1 for c in page if data["checks"][c] == "passed")
     passed_training = sum(1 for c in training if data["checks"][c] == "passed")
+    budgets = [data["checks"].get(c.id, "skipped") for c in BUDGETS]
     out = [
         f"verdict: {data['verdict']}  checks: {counts['passed']} passed, "
         f"{counts['failed']} failed, {counts['notReached']} not reached, "
-        f"{counts['skipped']} not selected (the page's {passed_page}/{page}, the training's "
-        f"{passed_training}/{len(training)} passed)  ({path})"
+        f"{counts['skipped']} not selected (the page's {passed_page}/{len(page)}, the "
+        f"training's {passed_training}/{len(training)} passed; budgets {', '.join(budgets)})"
+        f"  ({path})"
     ]
     if data.get("runId"):
         out.append(f"run id: {data['runId']}")

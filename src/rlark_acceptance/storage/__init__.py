@@ -17,6 +17,7 @@ from rlark_acceptance.storage.scalars import (
     read_scalars,
 )
 from rlark_acceptance.storage.store import (
+    Creatable,
     FileStore,
     ObjectInfo,
     ObjectNotFound,
@@ -39,6 +40,7 @@ from rlark_acceptance.storage.tensors import (
 
 __all__ = [
     "CheckpointReport",
+    "Creatable",
     "EventFilesReport",
     "FileStore",
     "FileTensors",

@@ -75,6 +75,13 @@ class Removable(Protocol):
         ...
 
 
+@runtime_checkable
+class Creatable(Protocol):
+    def create(self, key: str, data: bytes) -> None:
+        """Write a new object; one already at ``key`` is never replaced (``AlreadyExists``)."""
+        ...
+
+
 def join_key(*parts: str) -> str:
     """Join key parts with single slashes, ignoring empty parts."""
     return "/".join(p.strip("/") for p in parts if p.strip("/"))
@@ -129,6 +136,23 @@ class FileStore:
         except IsADirectoryError:
             raise ObjectNotFound(key, "is a directory") from None
         except PermissionError as e:
+            raise StoreError("AccessDenied", key, str(e.strerror)) from None
+
+    def create(self, key: str, data: bytes) -> None:
+        """Written beside its key, then linked to it: a reader never sees half an object and
+        a second writer of the same key fails instead of replacing the first's."""
+        path = self._path(key)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            tmp.write_bytes(data)
+            try:
+                os.link(tmp, path)
+            finally:
+                tmp.unlink(missing_ok=True)
+        except FileExistsError:
+            raise StoreError("AlreadyExists", key, "an object is already there") from None
+        except OSError as e:
             raise StoreError("AccessDenied", key, str(e.strerror)) from None
 
     def delete(self, keys: Sequence[str]) -> None:
@@ -319,6 +343,21 @@ class S3Store:
                     raise
                 except Exception as e:
                     raise self._error(e, group[i]) from None
+
+    @_retry
+    def _put_new(self, key: str, data: bytes) -> None:
+        self.client.put_object(Bucket=self.bucket, Key=key, Body=data, IfNoneMatch="*")
+
+    def create(self, key: str, data: bytes) -> None:
+        """A conditional PUT (``If-None-Match: *``): a second writer of the key gets
+        PreconditionFailed instead of replacing the first's object."""
+        try:
+            self._put_new(self._full(key), data)
+        except Exception as e:
+            err = self._error(e, key)
+            if err.code in ("PreconditionFailed", "412", "ConditionalRequestConflict"):
+                raise StoreError("AlreadyExists", key, "an object is already there") from None
+            raise err from None
 
     def _full_key(self, key: str) -> str:
         # A directory marker keeps its trailing slash (join_key drops it), the store's own

@@ -1,0 +1,121 @@
+"""The profile's ``budgets:`` and ``history:`` (docs/contract.md §2): release over release.
+
+``budgets:`` bounds each Step 6 stage of the record's ``durations`` (seconds since the
+submission), apart from ``timeouts:``: a timeout ends a phase that never comes, a budget
+says how long a stage that came may take before the run is called slow. ``history:`` is
+where each run's summary is kept, so that a stage is also compared with the median of the
+profile's last runs::
+
+    budgets: {rayHead: 20, firstSignal: 60}      # seconds; strict: true makes B.1 fail
+    history: ../acceptance-history               # relative to the profile, or s3://b/prefix
+    history: {path: s3://bucket/history, last: 5, ratio: 2.0}
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from rlark_acceptance.model.errors import InputError
+from rlark_acceptance.model.yamlsrc import YamlDoc
+
+# The Step 6 stages of the record's ``durations``, in the order a run reaches them.
+STAGES: Final = ("submit", "scheduled", "rayHead", "firstSignal", "training", "output")
+DEFAULT_LAST: Final = 5
+DEFAULT_RATIO: Final = 2.0
+
+
+@dataclass(frozen=True)
+class Budgets:
+    """Seconds per stage; ``strict``: over budget or regressed fails B.1 (else a warning)."""
+
+    seconds: dict[str, float] = field(default_factory=dict)
+    strict: bool = False
+
+
+@dataclass(frozen=True)
+class HistorySpec:
+    """Where the runs' summaries are kept (None: nowhere, unless ``--history``), and how many
+    of the last ones a stage's median is taken over, and what ratio to it is a regression."""
+
+    path: str | None = None
+    last: int = DEFAULT_LAST
+    ratio: float = DEFAULT_RATIO
+
+
+def _positive(doc: YamlDoc, value: Any, *keys: str) -> float:
+    bad = not isinstance(value, int | float) or isinstance(value, bool)
+    if bad or not math.isfinite(value) or value <= 0:
+        raise InputError(str(doc.loc(*keys)), f"{'.'.join(keys)} must be positive seconds")
+    return float(value)
+
+
+def parse_budgets(doc: YamlDoc) -> Budgets:
+    raw = doc.data.get("budgets")
+    if raw is None:
+        return Budgets()
+    if not isinstance(raw, dict):
+        raise InputError(str(doc.loc("budgets")), "budgets must be a mapping of stage: seconds")
+    seconds: dict[str, float] = {}
+    strict = False
+    for key, value in raw.items():
+        if key == "strict":
+            if not isinstance(value, bool):
+                raise InputError(
+                    str(doc.loc("budgets", key)), "budgets.strict must be true or false"
+                )
+            strict = value
+            continue
+        if key not in STAGES:
+            raise InputError(
+                str(doc.loc("budgets", key)),
+                f"budgets.{key} is not a stage: one of {', '.join(STAGES)} (or strict)",
+            )
+        seconds[str(key)] = _positive(doc, value, "budgets", str(key))
+    return Budgets(seconds, strict)
+
+
+_HISTORY_KEYS = ("path", "last", "ratio")
+
+
+def parse_history(doc: YamlDoc) -> HistorySpec:
+    """``history:`` as a location, or ``{path, last, ratio}``; the path as written (it is
+    resolved against the profile's folder where it is read)."""
+    raw = doc.data.get("history")
+    if raw is None:
+        return HistorySpec()
+    if isinstance(raw, str):
+        raw = {"path": raw}
+    if not isinstance(raw, dict):
+        raise InputError(str(doc.loc("history")), "history must be a path or {path, last, ratio}")
+    for key in raw:
+        if key not in _HISTORY_KEYS:
+            raise InputError(
+                str(doc.loc("history", key)),
+                f"history.{key} is not a history setting: one of {', '.join(_HISTORY_KEYS)}",
+            )
+    path = raw.get("path")
+    if path is not None and (not isinstance(path, str) or not path.strip()):
+        raise InputError(str(doc.loc("history", "path")), "history.path must be a path or s3://")
+    last = raw.get("last", DEFAULT_LAST)
+    if isinstance(last, bool) or not isinstance(last, int) or last < 1:
+        raise InputError(
+            str(doc.loc("history", "last")), "history.last must be a positive whole number"
+        )
+    ratio = raw.get("ratio", DEFAULT_RATIO)
+    bad = isinstance(ratio, bool) or not isinstance(ratio, int | float)
+    if bad or not math.isfinite(ratio) or ratio <= 1:
+        raise InputError(str(doc.loc("history", "ratio")), "history.ratio must be a number above 1")
+    return HistorySpec(path, last, float(ratio))
+
+
+__all__ = [
+    "DEFAULT_LAST",
+    "DEFAULT_RATIO",
+    "STAGES",
+    "Budgets",
+    "HistorySpec",
+    "parse_budgets",
+    "parse_history",
+]
