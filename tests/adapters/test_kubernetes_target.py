@@ -78,9 +78,9 @@ def test_the_features_pass_on_the_real_node(
     assert summary["verdict"] == "passed", summary.get("earliestFailure")
     for check in RUNTIME:
         assert checks.get(check) == "passed", (check, checks.get(check), tail)
-    # All 41 checks of the page and the 3 of the training, and every self-check (the fault
+    # All 41 checks of the page, the 3 of the training and B.1, and every self-check (the fault
     # injections among them, the training's included).
-    assert len(checks) == 44 and set(checks.values()) == {"passed"}, checks
+    assert len(checks) == 45 and set(checks.values()) == {"passed"}, checks
     assert summary["selfChecks"]["failed"] == [], summary["selfChecks"]
     assert summary.get("earliestFailure") is None, summary.get("earliestFailure")
     # Nothing is left on the cluster: the Job and its Pod were deleted.
