@@ -344,3 +344,20 @@ def test_deleting_what_s3fs_wrote_leaves_no_directory_marker(s3: tuple[Any, str,
     assert store.list() == []
     left = client.list_objects_v2(Bucket=bucket, Prefix=prefix, Delimiter="/")
     assert not left.get("Contents") and not left.get("CommonPrefixes"), left
+
+
+@pytest.mark.cluster
+def test_a_store_that_refuses_still_answers_one_that_is_gone_does_not(s3_env: Any) -> None:
+    """``unanswered``, the Step 6 store watch's question: a refusal (a bucket this harness
+    may not read) is an answer; only an endpoint that cannot be reached is not."""
+    from botocore.config import Config
+
+    from rlark_acceptance.storage import StoreUnavailable, unanswered
+
+    assert unanswered(S3Store(s3_env.client(), s3_env.bucket, "p")) is None
+    assert unanswered(S3Store(s3_env.client(), "no-such-bucket-here", "p")) is None
+    down = s3_env.client(
+        endpoint_url=f"http://127.0.0.1:{_closed_port()}",
+        config=Config(retries={"mode": "standard", "max_attempts": 1}),
+    )
+    assert isinstance(unanswered(S3Store(down, s3_env.bucket, "p")), StoreUnavailable)

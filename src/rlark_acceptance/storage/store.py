@@ -395,12 +395,16 @@ def list_for_report(store: Store, prefix: str, problems: list[str]) -> list[Obje
 _PROBE_PREFIX = ".rlark-acceptance-probe/"
 
 
-def unanswered(store: Store) -> StoreError | None:
-    """Why ``store`` does not answer now (after its bounded retries); None when it does."""
+def unanswered(store: Store) -> StoreUnavailable | None:
+    """Why ``store`` does not answer now (after its bounded retries); None when it does.
+
+    Only a store that cannot be reached counts: one that answers with a refusal (access
+    denied to this harness, no such bucket) still answers, and its Worker may well be fine.
+    """
     try:
         store.list(_PROBE_PREFIX)
-    except ObjectNotFound:
-        return None
-    except StoreError as exc:
+    except StoreUnavailable as exc:
         return exc
+    except StoreError:
+        return None
     return None
