@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from rlark_acceptance.model.errors import InputError
-from rlark_acceptance.model.yamlsrc import YamlDoc
+from rlark_acceptance.model.yamlsrc import YamlDoc, refuse_unknown
 
 # The Step 6 stages of the record's ``durations``, in the order a run reaches them.
 STAGES: Final = ("submit", "scheduled", "rayHead", "firstSignal", "training", "output")
@@ -89,12 +89,7 @@ def parse_history(doc: YamlDoc) -> HistorySpec:
         raw = {"path": raw}
     if not isinstance(raw, dict):
         raise InputError(str(doc.loc("history")), "history must be a path or {path, last, ratio}")
-    for key in raw:
-        if key not in _HISTORY_KEYS:
-            raise InputError(
-                str(doc.loc("history", key)),
-                f"history.{key} is not a history setting: one of {', '.join(_HISTORY_KEYS)}",
-            )
+    refuse_unknown(doc, "history", raw, _HISTORY_KEYS)
     path = raw.get("path")
     if path is not None and (not isinstance(path, str) or not path.strip()):
         raise InputError(str(doc.loc("history", "path")), "history.path must be a path or s3://")

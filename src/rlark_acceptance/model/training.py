@@ -25,7 +25,7 @@ from typing import Any, Final, Literal
 
 from rlark_acceptance.model.doc_checks import TRAINING
 from rlark_acceptance.model.errors import InputError
-from rlark_acceptance.model.yamlsrc import YamlDoc
+from rlark_acceptance.model.yamlsrc import YamlDoc, refuse_unknown
 
 Aggregate = Literal["min", "max", "mean"]
 
@@ -85,12 +85,7 @@ def parse_training(doc: YamlDoc) -> TrainingSpec:
         return OFF
     if not isinstance(raw, dict):
         raise InputError(str(doc.loc("training")), "training must be a mapping, true or false")
-    for key in raw:
-        if key not in _KEYS:
-            raise InputError(
-                str(doc.loc("training", key)),
-                f"training.{key} is not a training setting: one of {', '.join(_KEYS)}",
-            )
+    refuse_unknown(doc, "training", raw, _KEYS)
     return TrainingSpec(
         checks=_checks(doc, raw.get("checks", list(TRAINING_IDS))),
         steps=_positive_int(doc, raw.get("steps"), "steps"),

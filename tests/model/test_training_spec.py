@@ -1,0 +1,118 @@
+"""The profile's ``training:`` (docs/contract.md §2): the defaults, what a profile may set, and
+each mistake as one line at its ``file:line`` (exit status 2 on the command line)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rlark_acceptance.model.errors import InputError
+from rlark_acceptance.model.training import (
+    DEFAULT_STEP_PATTERN,
+    OFF,
+    TRAINING_IDS,
+    Expectation,
+    parse_training,
+)
+from rlark_acceptance.model.yamlsrc import load_yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def parsed(tmp_path: Path, text: str):  # type: ignore[no-untyped-def]
+    path = tmp_path / "p.yaml"
+    path.write_text(text)
+    return parse_training(load_yaml(path))
+
+
+def test_every_training_check_is_on_by_default_and_false_turns_them_off(tmp_path: Path) -> None:
+    spec = parsed(tmp_path, "name: p\n")
+    assert spec.checks == frozenset(TRAINING_IDS) == frozenset({"T.1", "T.2", "T.3"})
+    assert spec.steps is None and spec.step_pattern.pattern == DEFAULT_STEP_PATTERN
+    assert parsed(tmp_path, "training: false\n") == OFF
+    assert parsed(tmp_path, "training:\n  checks: []\n").checks == frozenset()
+
+
+def test_the_default_step_pattern_reads_rlinfs_table_and_its_tqdm_bar() -> None:
+    pattern = re.compile(DEFAULT_STEP_PATTERN)
+    for line, step, total in (
+        ("│ Global Step:    2/5 │ Progress: ████ │ 40.0%", "2", "5"),
+        ("Global Step:  40%|████      | 2/5 [00:01<00:02,  1.20it/s]", "2", "5"),
+    ):
+        m = pattern.search(line)
+        assert m is not None and (m.group(1), m.group(2)) == (step, total), line
+
+
+def test_a_profile_sets_steps_pattern_location_and_expectations(tmp_path: Path) -> None:
+    spec = parsed(
+        tmp_path,
+        "training:\n"
+        "  checks: [T.1, T.3]\n"
+        "  steps: 7\n"
+        "  stepPattern: 'iter (\\d+)'\n"
+        "  tensorboard: /mnt/ckpt/tb\n"
+        "  expect:\n"
+        "    - {tag: rollout/reward, last: 3, above: 0}\n"
+        "    - {tag: time/step, agg: max, below: 30}\n",
+    )
+    assert spec.checks == frozenset({"T.1", "T.3"}) and spec.steps == 7
+    assert spec.step_pattern.pattern == r"iter (\d+)" and spec.tensorboard == "/mnt/ckpt/tb"
+    assert spec.expect == (
+        Expectation("rollout/reward", "mean", 3, above=0.0, where=f"{tmp_path}/p.yaml:7"),
+        Expectation("time/step", "max", None, below=30.0, where=f"{tmp_path}/p.yaml:8"),
+    )
+    assert spec.expect[0].text() == "mean of the last 3 rollout/reward > 0"
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "message"),
+    [
+        ("training: 3\n", 1, "training must be a mapping, true or false"),
+        ("training:\n  step: 5\n", 2, "training.step is not a training setting: one of checks"),
+        (
+            "training:\n  checks: [T.1, 6.5]\n",
+            2,
+            "6.5 is not a training check: one of T.1, T.2, T.3",
+        ),
+        ("training:\n  steps: 0\n", 2, "training.steps must be a positive whole number"),
+        ("training:\n  stepPattern: '('\n", 2, "training.stepPattern is not a regex"),
+        ("training:\n  stepPattern: 'step'\n", 2, "needs a group for the step"),
+        ("training:\n  tensorboard: tb\n", 2, "must be an absolute path in the Worker"),
+        ("training:\n  expect:\n    - {tag: a}\n", 3, "give a bound (above, below or both)"),
+        ("training:\n  expect:\n    - {tag: a, agg: p99, above: 1}\n", 3, "agg must be min"),
+        ("training:\n  expect:\n    - {tag: a, above: .nan}\n", 3, "above must be a finite number"),
+        ("training:\n  expect:\n    - {tag: a, bound: 1}\n", 3, "bound is not one of tag"),
+    ],
+)
+def test_each_mistake_is_one_line_at_its_place(
+    tmp_path: Path, text: str, line: int, message: str
+) -> None:
+    with pytest.raises(InputError) as e:
+        parsed(tmp_path, text)
+    assert e.value.where == f"{tmp_path}/p.yaml:{line}", e.value.where
+    assert message in e.value.reason, e.value.reason
+
+
+def test_the_command_line_refuses_a_misspelt_training_setting_with_exit_2(tmp_path: Path) -> None:
+    profile = (ROOT / "profiles" / "local.yaml").read_text(encoding="utf-8")
+    profile = profile.replace("config: ../src/", f"config: {ROOT / 'src'}/")
+    profile = profile.replace("job: local/job.yaml", f"job: {ROOT / 'profiles/local/job.yaml'}")
+    path = tmp_path / "p.yaml"
+    path.write_text(profile + "training:\n  stepz: 5\n", encoding="utf-8")
+    line = len(profile.splitlines()) + 2
+    res = subprocess.run(
+        [sys.executable, "-m", "rlark_acceptance.cli", "preflight", "--profile", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert res.returncode == 2, res.stdout + res.stderr
+    out = (res.stdout + res.stderr).strip().splitlines()
+    assert out == [
+        f"rlark-acceptance: {path}:{line}: training.stepz is not a training setting: one of "
+        "checks, steps, stepPattern, tensorboard, expect"
+    ], out
