@@ -377,6 +377,37 @@ def test_the_fidelity_corpus_is_recognised(path: Path) -> None:
         assert kind_id(cause) == path.stem
 
 
+REAL = sorted((FIDELITY / "failures" / "real").glob("*.log"))
+
+
+@pytest.mark.parametrize("path", REAL, ids=lambda p: p.stem)
+def test_each_real_rlinf_failure_log_is_recognised_as_its_class(path: Path) -> None:
+    """Logs of real RLinf 0.3.0 runs that failed (``tests/fidelity/regenerate_failures.py``):
+    their header says the class, the actor and the line; the rest is the Pod log."""
+    text = path.read_text(encoding="utf-8").splitlines()
+    n = next(i for i, line in enumerate(text) if not line.startswith("# "))
+    header = dict(line[2:].split(": ", 1) for line in text[:n])
+    assert header["From a run"].startswith("RLinf 0.3.0, profiles/rlinf-embodied.yaml with ")
+    log = text[n:]
+    assert any("Ray runtime started" in line for line in log[:50]), "not a whole Pod log"
+    actor = None if header["actor"] == "the driver" else header["actor"]
+    for batch in (1, 7, len(log)):
+        cause = first_cause(log, batch)
+        assert cause is not None and cause.quote == header["cause"], (batch, cause)
+        assert kind_id(cause) == header["class"] and cause.actor == actor, cause
+        assert cause.kind is not f.ACTOR_KILLED  # RLinf's teardown is never the cause
+
+
+def test_the_real_failure_logs_cover_the_classes_rlinf_produces_here() -> None:
+    classes = {
+        line.removeprefix("# class: ")
+        for p in REAL
+        for line in p.read_text(encoding="utf-8").splitlines()[:5]
+        if line.startswith("# class: ")
+    }
+    assert classes >= {"read-only-checkpoint-dir", "resume-path", "hydra-composition"}, classes
+
+
 def test_the_corpus_has_one_log_per_class() -> None:
     stems = {p.stem for p in (FIDELITY / "failures").glob("*.log")}
     assert stems == {c.id for c in f.FAILURE_CLASSES}

@@ -53,12 +53,33 @@ def test_real_rlinf_passes_every_check(tmp_path: Path) -> None:
     run = run_profile(tmp_path / "reports", "-m", AS_IT_IS)
     s = run.summary
     assert run.returncode == 0, run.explain()
-    assert s["verdict"] == "passed" and len(s["checks"]) == 41, s["checks"]
+    assert s["verdict"] == "passed" and len(s["checks"]) == 44, s["checks"]
     assert set(s["checks"].values()) == {"passed"}, s["checks"]
+    assert {c: s["checks"][c] for c in ("T.1", "T.2", "T.3")} == dict.fromkeys(
+        ("T.1", "T.2", "T.3"), "passed"
+    ), s["checks"]
     # RLinf's first global step's checkpoint, read back from S3 (6.5 passes on the first
-    # intact one; the Worker is then deleted, so whether step 2 was written is a race).
+    # intact one).
     assert s["outputs"]["steps"][:1] == [1], s["outputs"]
     assert s["outputs"]["checkpoint"].endswith("/logs/ci-test/checkpoints"), s["outputs"]
+    # What the training checks read: RLinf's metric table (T.1), its TensorBoard events under
+    # <log_path>/tensorboard (T.2), and the model weights of both global steps (T.3: SAC's
+    # actor and alpha; their DCPs' optimizer and RNG state left out).
+    t = s["training"]
+    assert t["checks"] == ["T.1", "T.2", "T.3"], t
+    assert t["steps"] == {"reached": 2, "printedTotal": 2}, t
+    scalars = t["scalars"]
+    assert scalars["location"].endswith("/logs/tensorboard") and scalars["files"] >= 1, t
+    assert scalars["tags"] > 10 and scalars["values"] >= 2 * scalars["tags"], t
+    assert scalars["nonFinite"] == {}, t
+    ck = t["checkpoints"]
+    assert ck["location"] == s["outputs"]["checkpoint"] and ck["steps"] == [1, 2], t
+    first, last = ck["first"], ck["last"]
+    assert (first["step"], last["step"]) == (1, 2), t
+    assert first["nonFinite"] == last["nonFinite"] == {} and ck["olderThanTheRun"] == [], t
+    # The same model at both steps (the same tensors), its weights changed by training.
+    assert first["tensors"] == last["tensors"] > 0 and first["bytes"] == last["bytes"], t
+    assert first["sha256"] != last["sha256"], t
     print(f"\nreal RLinf: {run.elapsed:.0f} s whole suite, Step 6 durations {s['durations']}")
     log = global_attachment(run, "Step 6: Worker log (excerpt)")
     assert "│ Global Step:    1/2 │" in log, log[-2000:]  # RLinf's embodied metric table
