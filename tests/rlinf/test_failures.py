@@ -131,6 +131,13 @@ LINES = {
     ],
     "disk-full": ["OSError: [Errno 28] No space left on device: '/mnt/ckpt/logs/x.pt'"],
     "read-only-checkpoint-dir": ["OSError: [Errno 30] Read-only file system: '/mnt/ckpt/logs'"],
+    "training-diverged": [
+        "RuntimeError: normal expects all elements of std >= 0.0",
+        "ValueError: Expected parameter loc (Tensor of shape (256, 14)) of distribution "
+        "Normal(loc: torch.Size([256, 14]), scale: torch.Size([256, 14])) to satisfy the "
+        "constraint Real(), but found invalid values:",
+        "RuntimeError: probability tensor contains either `inf`, `nan` or element < 0",
+    ],
     "mount-io-error": [
         "OSError: [Errno 5] Input/output error: '/mnt/ckpt/logs'",
         "OSError: [Errno 107] Transport endpoint is not connected: '/mnt/data'",
@@ -309,7 +316,8 @@ def test_rlinf_driver_report_of_a_remote_exception() -> None:
     assert "Traceback" not in text and printed[0].count("ray::") == 1
     cause = first_cause([*NOISE, *printed, *KNOCK_ONS], batch=2)
     assert cause is not None and cause.kind is f.GPU_OUT_OF_MEMORY
-    assert cause.line == len(NOISE) + len(printed) - 1 and cause.actor is None
+    # The driver printed it; the actor is the remote task's Ray's wrapper names.
+    assert cause.line == len(NOISE) + len(printed) - 1 and cause.actor == "EmbodiedFSDPActor"
 
 
 def test_the_innermost_exception_of_a_ray_wrapper_is_the_cause() -> None:
@@ -324,6 +332,23 @@ def test_the_innermost_exception_of_a_ray_wrapper_is_the_cause() -> None:
     ]
     cause = first_cause(lines)
     assert cause is not None and cause.quote == inner and cause.kind is f.ENV_WORKER_CRASH
+    assert cause.actor == "EnvWorker"  # the remote task's, though the driver printed it
+
+
+def test_an_actors_own_prefix_wins_over_the_task_its_wrapper_names() -> None:
+    lines = prefixed(
+        "ActorGroup(rank=0)",
+        7,
+        [
+            "ray.exceptions.RayTaskError(ValueError): ray::EnvWorker.interact() (pid=9)",
+            '  File "/w/env_worker.py", line 3, in interact',
+            "ValueError: bad",
+        ],
+    )
+    cause = first_cause(lines)
+    assert cause is not None and cause.actor == "ActorGroup(rank=0)"
+    driver = first_cause(traceback_lines("ValueError: bad"))
+    assert driver is not None and driver.actor is None
 
 
 def test_hydra_errors_without_traceback() -> None:
@@ -408,9 +433,18 @@ def test_the_real_failure_logs_cover_the_classes_rlinf_produces_here() -> None:
     assert classes >= {"read-only-checkpoint-dir", "resume-path", "hydra-composition"}, classes
 
 
-def test_the_corpus_has_one_log_per_class() -> None:
+def test_the_corpus_has_a_log_per_class() -> None:
+    """A constructed log per class, but for the classes a real run's log stands for."""
     stems = {p.stem for p in (FIDELITY / "failures").glob("*.log")}
-    assert stems == {c.id for c in f.FAILURE_CLASSES}
+    real = {
+        line.removeprefix("# class: ")
+        for p in REAL
+        for line in p.read_text(encoding="utf-8").splitlines()[:5]
+        if line.startswith("# class: ")
+    }
+    ids = {c.id for c in f.FAILURE_CLASSES}
+    assert stems <= ids and real <= ids, (stems - ids, real - ids)
+    assert stems | real == ids, ids - stems - real
 
 
 # --- properties -----------------------------------------------------------------------

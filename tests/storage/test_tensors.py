@@ -102,6 +102,18 @@ def test_rlinf_checkpoint_totals() -> None:
     assert report.bytes_read >= report.nbytes
 
 
+def test_files_excluded_are_neither_read_nor_counted_to_the_limit() -> None:
+    dcp = "sac_components/alpha/dcp_checkpoint/__0_0.distcp"
+    size = (ACTOR / dcp).stat().st_size
+    full = (ACTOR / "model_state_dict/full_weights.pt").stat().st_size
+    report = read_tensors(
+        FileStore(ACTOR), "", max_bytes=full, exclude=lambda key: key.startswith("sac_")
+    )
+    assert [f.key for f in report.files] == ["model_state_dict/full_weights.pt"], report
+    assert report.ok and report.tensors == 40 and report.bytes_read < full + size
+    assert not read_tensors(FileStore(ACTOR), "", max_bytes=full).ok  # both count without
+
+
 def test_non_finite_values_by_dtype(tmp_path: Path) -> None:
     bad = np.array([1.0, np.nan, np.inf, -np.inf, -np.inf, 0.0], dtype=np.float32)
     save_file(

@@ -554,9 +554,11 @@ def read_tensors(
     *,
     max_bytes: int = DEFAULT_MAX_BYTES,
     chunk_bytes: int = CHUNK_BYTES,
+    exclude: Callable[[str], bool] | None = None,
 ) -> TensorsReport:
     """Every tensor of the weight files under ``prefix`` (a checkpoint, e.g.
-    ``…/global_step_N/actor``), read in ``chunk_bytes`` ranges.
+    ``…/global_step_N/actor``), read in ``chunk_bytes`` ranges; of those ``exclude`` (given
+    the key relative to ``prefix``) accepts, none is read, nor counts to ``max_bytes``.
 
     A corrupt or truncated file is a problem of the report, never an exception; only a
     store that stops answering (``StoreUnavailable``) raises, as nothing is known then.
@@ -572,7 +574,13 @@ def read_tensors(
     def rel(o: ObjectInfo) -> str:
         return o.key[len(prefix) + 1 :] if prefix else o.key
 
-    weights = [o for o in objects if _WEIGHTS.search(o.key) and not _skipped(rel(o))]
+    weights = [
+        o
+        for o in objects
+        if _WEIGHTS.search(o.key)
+        and not _skipped(rel(o))
+        and not (exclude is not None and exclude(rel(o)))
+    ]
     if not weights:
         report.problems.append(f"{prefix or '/'}: no weight files (*.safetensors, *.pt, *.distcp)")
         return report

@@ -137,17 +137,16 @@ def checkpoints_at(
 
 
 def _weights(store: Store, step: int, path: str) -> Weights:
-    report = read_tensors(store, path)
-    files = [f for f in report.files if not _NOT_WEIGHTS.search(f.key)]
+    # Not read at all: a replay buffer grows each step, and may be most of the bytes.
+    report = read_tensors(store, path, exclude=lambda key: bool(_NOT_WEIGHTS.search(key)))
     named = sorted(
-        ((f.key, t) for f in files for t in f.tensors if not _NOT_WEIGHTS.search(t.name)),
+        ((f.key, t) for f in report.files for t in f.tensors if not _NOT_WEIGHTS.search(t.name)),
         key=lambda kt: (kt[0], kt[1].name),
     )
     tensors = [t for _, t in named]
     digest = hashlib.sha256()
     for key, t in named:
         digest.update(f"{key}\0{t.name}\0{t.dtype}\0{list(t.shape)}\0{t.sha256}\n".encode())
-    problems = [p for p in report.problems if not _NOT_WEIGHTS.search(p.split(":", 1)[0])]
     return Weights(
         step=step,
         path=path,
@@ -156,5 +155,5 @@ def _weights(store: Store, step: int, path: str) -> Weights:
         bytes=sum(t.nbytes for t in tensors),
         digest=digest.hexdigest(),
         non_finite={t.name: t.non_finite for t in tensors if t.non_finite},
-        problems=tuple(problems),
+        problems=tuple(report.problems),
     )
