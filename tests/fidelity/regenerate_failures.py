@@ -30,6 +30,7 @@ PROFILE = ROOT / "profiles" / "rlinf-embodied.yaml"
 OUT = Path(__file__).resolve().parent / "failures" / "real"
 ANCHOR = "runner.save_interval=1 "  # the overrides go right after it, in the run command
 TIMEOUT_S = 900.0
+RUN_KEYS = "logs/"  # runner.logger.log_path=/mnt/ckpt/logs on the ckpt mount
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ SCENARIOS = (
     Scenario(
         "actor-start-up",
         "read-only-checkpoint-dir",
-        "algorithm.replay_buffer.auto_save_path=/mnt/models/replay_buffer",
+        "+algorithm.replay_buffer.auto_save_path=/mnt/models/replay_buffer",
         "the SAC replay buffer's auto-save directory on the read-only models mount: the "
         "ActorGroup fails while RLinf starts its workers, before any step",
         "[Errno 30] Read-only file system: '/mnt/models/replay_buffer",
@@ -109,7 +110,7 @@ def run_scenario(s: Scenario) -> Path:
     adapter = open_adapter(profile)
     try:
         store = adapter.store_for(job, ckpt)
-        before = {o.key for o in store.list()}
+        before = {o.key for o in store.list(RUN_KEYS)}
         t0 = time.monotonic()
         ref = adapter.submit(job, text)
         while not any(p.terminal for p in adapter.pods(ref)):
@@ -118,7 +119,10 @@ def run_scenario(s: Scenario) -> Path:
         pod = adapter.pods(ref)[0]
         log = adapter.logs(ref, pod.name)
         adapter.delete(ref)
-        store.delete([o.key for o in store.list() if o.key not in before])  # type: ignore[attr-defined]
+        # Only what this run wrote (its log_path, /mnt/ckpt/logs): an acceptance run on the
+        # same store writes under a run id of its own, at the same time perhaps.
+        written = [o.key for o in store.list(RUN_KEYS) if o.key not in before]
+        store.delete(written)  # type: ignore[attr-defined]
     finally:
         adapter.close()
     # The harness user's home is this machine's business: written as ~.

@@ -167,6 +167,9 @@ def test_every_class_is_tested_and_documented() -> None:
         "ValueError: invalid literal for int() with base 10: 'x'",
         "(ActorGroup(rank=0) pid=4) RuntimeError: shapes do not match",
         "[INFO 10:16:45 RLinf] Saving checkpoint at step 1.",
+        # TensorBoard's writer on the checkpoint mount: a missing file there is no resume path.
+        "FileNotFoundError: [Errno 2] No such file or directory: "
+        "b'/mnt/ckpt/logs/tensorboard/events.out.tfevents.1796166641.vm.432.0'",
     ],
 )
 def test_an_unknown_error_has_no_class(line: str) -> None:

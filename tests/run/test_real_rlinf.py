@@ -1,15 +1,20 @@
 """Real RLinf 0.3.0 as the Worker's workload: ``pytest features/`` on
 profiles/rlinf-embodied.yaml, run as a user would, its record read back.
 
-The profile as it is (its own config, Job and target) holds all 41 checks. The red runs
-are the faults a user meets first with real RLinf: an override RLinf refuses (its own
-error quoted), and two of the suite's own broken Jobs (no first signal, checkpoints
-outside every mount) run on real RLinf. Each run is another ~1-3 min RLinf start on 2
-cores, so the other self-checks stay the smoke workload's."""
+The profile as it is (its own config, Job and target) holds all 41 checks of the page and
+the training checks T.1-T.3. The red runs are the faults a user meets first with real
+RLinf: an override RLinf refuses (its own error quoted), two of the suite's own broken Jobs
+(no first signal, checkpoints outside every mount), and training that diverges (an absurd
+critic learning rate): in a one-step run every scalar is NaN (T.2), in the two-step run the
+rollout worker fails at step 2 sampling from NaN weights and RLinf tears the other actors
+down (T.1, quoting that first error). Each run is another ~1-3 min RLinf start on 2 cores,
+so the other self-checks stay the smoke workload's, and the other real failures are logs
+(``tests/fidelity/regenerate_failures.py``)."""
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -94,7 +99,7 @@ def global_attachment(run: SuiteRun, name: str) -> str:
     raise AssertionError(f"no global attachment {name!r}")
 
 
-def refused_override_copy(tmp: Path, override: str) -> Path:
+def override_copy(tmp: Path, override: str) -> Path:
     """The profile and its Job, their run command with ``override`` added (both, so the
     pre-flight's comparison of the two still holds)."""
     root = tmp / "site" / "profiles"
@@ -111,7 +116,7 @@ def refused_override_copy(tmp: Path, override: str) -> Path:
 def test_an_override_rlinf_refuses_is_red_with_rlinfs_own_words(tmp_path: Path) -> None:
     """A valid Hydra override whose value RLinf's validate_cfg refuses: the pre-flight cannot
     know RLinf's allowed values; the run goes red with RLinf's own assertion."""
-    profile = refused_override_copy(tmp_path, "actor.fsdp_config.backward_prefetch=sideways")
+    profile = override_copy(tmp_path, "actor.fsdp_config.backward_prefetch=sideways")
     run = run_profile(tmp_path / "reports", "-m", AS_IT_IS, profile=profile)
     s = run.summary
     assert run.returncode == 1, run.explain()
@@ -138,3 +143,86 @@ def test_real_rlinf_without_a_first_signal_or_with_checkpoints_off_the_mounts(
     )
     self_checks = run.summary["selfChecks"]
     assert self_checks["failed"] == [] and self_checks["passed"] == 2, run.explain()
+
+
+# A learning rate a user means as 1e-4 and types as 1e20: the critic's first update makes its
+# weights ~1e20, its outputs overflow, and every loss, Q value and gradient norm RLinf logs
+# is NaN from the first step (RLinf does not stop: its grad-norm guard covers the actor's
+# optimizer, the NaN reaches the policy's std through the actor loss).
+DIVERGING = "actor.critic_optim.lr=1e20"
+TRAINING = ("T.1", "T.2", "T.3")
+
+
+def profile_junit(run: SuiteRun) -> tuple[str, dict[str, Any]]:
+    """The profile's JUnit suite name and its failed testcases by check id, as CI reads
+    junit.xml (``[T.2] the run's metrics are real`` is T.2's)."""
+    import junitparser
+
+    cases = run.junit_cases()
+    suite = next(name for name, _ in cases if name.endswith("the profile as it is"))
+    failed = {
+        c.name[1 : c.name.index("]")]: c
+        for name, c in cases
+        if name == suite and any(isinstance(r, junitparser.Failure) for r in c.result)
+    }
+    return suite, failed
+
+
+def test_real_rlinf_whose_training_diverges_is_not_accepted_at_t_2(tmp_path: Path) -> None:
+    """One step (runner.max_epochs=1) at that learning rate: RLinf trains, saves and exits 0,
+    so every check of the page passes, and T.2 is red with the NaN scalars it read."""
+    profile = override_copy(tmp_path, f"runner.max_epochs=1 {DIVERGING}")
+    run = run_profile(tmp_path / "reports", "-m", AS_IT_IS, profile=profile)
+    s = run.summary
+    assert run.returncode == 1, run.explain()
+    assert s["verdict"] == "failed" and s["earliestFailure"]["check"] == "T.2", s
+    before = [c for c in s["checks"] if c not in ("T.2", "6.5", "T.3")]
+    assert {c: s["checks"][c] for c in before} == dict.fromkeys(before, "passed"), s["checks"]
+    assert s["checks"]["6.5"] == s["checks"]["T.3"] == "notReached", s["checks"]
+    t = s["training"]
+    assert t["steps"]["reached"] == 1, t  # T.1: 1 of 1, the config's
+    bad = t["scalars"]["nonFinite"]
+    assert len(bad) >= 10 and set(bad.values()) == {0}, t  # from RLinf's first (0) step
+    assert any(tag.endswith("critic_loss") for tag in bad), bad
+    message = s["earliestFailure"]["message"]
+    assert re.match(rf"{len(bad)} of {t['scalars']['tags']} scalars are not finite: ", message)
+    assert s.get("firstCause") is None, s  # RLinf printed no error: it exited 0
+    suite, failed = profile_junit(run)
+    assert suite.startswith("RLark acceptance: ") and "NOT ACCEPTED at T.2" in suite, suite
+    assert list(failed) == ["T.2"], failed
+    (failure,) = failed["T.2"].result
+    assert failure.message.startswith("[T.2] failed") and "scalars are not finite" in (
+        failure.message + (failure.text or "")
+    ), failure.message
+
+
+def test_real_rlinf_failing_at_step_2_after_its_training_diverged_is_red_at_t_1(
+    tmp_path: Path,
+) -> None:
+    """Two steps at that learning rate: step 1 ends (6.4 passes on its metric table), then
+    the rollout worker fails sampling from the NaN weights and RLinf kills the other actors.
+    T.1 is red at step 1 of 2, quoting the rollout worker's error, not the ActorDiedError
+    knock-ons RLinf printed after it."""
+    profile = override_copy(tmp_path, DIVERGING)
+    run = run_profile(tmp_path / "reports", "-m", AS_IT_IS, profile=profile)
+    s = run.summary
+    assert run.returncode == 1, run.explain()
+    first = s["earliestFailure"]
+    assert s["verdict"] == "failed" and first["check"] == "T.1", s
+    assert s["checks"]["6.4"] == "passed" and s["training"]["steps"]["reached"] == 1, s
+    message = first["message"]
+    assert message.startswith("the Worker ended at step 1 of 2 (runner.max_epochs"), message
+    assert (
+        "its first error [training-diverged: Training diverged: NaN or infinite values reached "
+        "the model] in MultiStepRolloutWorker (log line "
+    ) in message, message
+    assert message.endswith('"RuntimeError: normal expects all elements of std >= 0.0"'), message
+    assert "ActorDiedError" not in message and "died unexpectedly" not in message, message
+    cause = s["firstCause"]
+    assert cause["class"] == "training-diverged" and cause["actor"] == "MultiStepRolloutWorker"
+    assert cause["knockOns"] >= 1 and cause["quote"] in message, cause  # the teardown's
+    assert first["hint"].startswith(cause["remedy"]), first["hint"]  # the class's remedy first
+    suite, failed = profile_junit(run)
+    assert "NOT ACCEPTED at T.1" in suite and list(failed) == ["T.1"], (suite, failed)
+    (failure,) = failed["T.1"].result
+    assert "normal expects all elements of std >= 0.0" in failure.message + (failure.text or "")

@@ -223,10 +223,12 @@ _RULES: tuple[tuple[FailureClass, re.Pattern[str]], ...] = (
         re.compile(r"\bEGL|\begl[A-Z]|MUJOCO_(?:EGL|GL)|GLFW|OpenGL|gladLoadGL|OSMesa"),
     ),
     (
+        # A missing file is the resume path's only where it names a step or a resume: any
+        # file RLinf writes (its TensorBoard events) may lie on a mount called ckpt.
         RESUME_PATH,
         re.compile(
             r"resume_dir|(?:FileNotFoundError|No such file or directory|\[Errno 2\]"
-            r"|does not exist).*(?:global_step_|(?i:checkpoint|ckpt|resume))"
+            r"|does not exist).*(?:global_step_|(?i:resum))"
         ),
     ),
     (
