@@ -61,15 +61,7 @@ SCENARIOS = (
         "the SAC replay buffer's auto-save directory on the read-only models mount: the "
         "ActorGroup fails while RLinf starts its workers, before any step",
         "[Errno 30] Read-only file system: '/mnt/models/replay_buffer",
-        "ActorGroup",
-    ),
-    Scenario(
-        "env-start-up",
-        "env-worker-crash",
-        "env.train.env_type=no_such_env",
-        "an env type RLinf does not know: the EnvGroup fails while RLinf starts its workers",
-        "no_such_env",
-        "EnvGroup",
+        "EmbodiedSACFSDPPolicy",
     ),
     Scenario(
         "hydra-composition",

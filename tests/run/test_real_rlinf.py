@@ -4,10 +4,10 @@ profiles/rlinf-embodied.yaml, run as a user would, its record read back.
 The profile as it is (its own config, Job and target) holds all 41 checks of the page and
 the training checks T.1-T.3. The red runs are the faults a user meets first with real
 RLinf: an override RLinf refuses (its own error quoted), two of the suite's own broken Jobs
-(no first signal, checkpoints outside every mount), and training that diverges (an absurd
-critic learning rate): in a one-step run every scalar is NaN (T.2), in the two-step run the
-rollout worker fails at step 2 sampling from NaN weights and RLinf tears the other actors
-down (T.1, quoting that first error). Each run is another ~1-3 min RLinf start on 2 cores,
+(no first signal, checkpoints outside every mount), training that diverges (an absurd critic
+learning rate: NaN scalars and weights, then the rollout worker fails at step 2 and RLinf
+tears the other actors down; T.1-T.3 red, T.1 quoting that first error), and an actor that
+fails at start-up (6.4 red quoting it). Each run is another ~1-3 min RLinf start on 2 cores,
 so the other self-checks stay the smoke workload's, and the other real failures are logs
 (``tests/fidelity/regenerate_failures.py``)."""
 
@@ -147,8 +147,8 @@ def test_real_rlinf_without_a_first_signal_or_with_checkpoints_off_the_mounts(
 
 # A learning rate a user means as 1e-4 and types as 1e20: the critic's first update makes its
 # weights ~1e20, its outputs overflow, and every loss, Q value and gradient norm RLinf logs
-# is NaN from the first step (RLinf does not stop: its grad-norm guard covers the actor's
-# optimizer, the NaN reaches the policy's std through the actor loss).
+# is NaN from the first step; RLinf goes on (its grad-norm guard covers the actor's
+# optimizer), the NaN reaches the policy's weights, and the rollout fails at step 2.
 DIVERGING = "actor.critic_optim.lr=1e20"
 TRAINING = ("T.1", "T.2", "T.3")
 
@@ -168,48 +168,27 @@ def profile_junit(run: SuiteRun) -> tuple[str, dict[str, Any]]:
     return suite, failed
 
 
-def test_real_rlinf_whose_training_diverges_is_not_accepted_at_t_2(tmp_path: Path) -> None:
-    """One step (runner.max_epochs=1) at that learning rate: RLinf trains, saves and exits 0,
-    so every check of the page passes, and T.2 is red with the NaN scalars it read."""
-    profile = override_copy(tmp_path, f"runner.max_epochs=1 {DIVERGING}")
-    run = run_profile(tmp_path / "reports", "-m", AS_IT_IS, profile=profile)
-    s = run.summary
-    assert run.returncode == 1, run.explain()
-    assert s["verdict"] == "failed" and s["earliestFailure"]["check"] == "T.2", s
-    before = [c for c in s["checks"] if c not in ("T.2", "6.5", "T.3")]
-    assert {c: s["checks"][c] for c in before} == dict.fromkeys(before, "passed"), s["checks"]
-    assert s["checks"]["6.5"] == s["checks"]["T.3"] == "notReached", s["checks"]
-    t = s["training"]
-    assert t["steps"]["reached"] == 1, t  # T.1: 1 of 1, the config's
-    bad = t["scalars"]["nonFinite"]
-    assert len(bad) >= 10 and set(bad.values()) == {0}, t  # from RLinf's first (0) step
-    assert any(tag.endswith("critic_loss") for tag in bad), bad
-    message = s["earliestFailure"]["message"]
-    assert re.match(rf"{len(bad)} of {t['scalars']['tags']} scalars are not finite: ", message)
-    assert s.get("firstCause") is None, s  # RLinf printed no error: it exited 0
-    suite, failed = profile_junit(run)
-    assert suite.startswith("RLark acceptance: ") and "NOT ACCEPTED at T.2" in suite, suite
-    assert list(failed) == ["T.2"], failed
-    (failure,) = failed["T.2"].result
-    assert failure.message.startswith("[T.2] failed") and "scalars are not finite" in (
-        failure.message + (failure.text or "")
-    ), failure.message
+def junit_text(case: Any) -> str:
+    (failure,) = case.result
+    return str(failure.message) + (failure.text or "")
 
 
-def test_real_rlinf_failing_at_step_2_after_its_training_diverged_is_red_at_t_1(
-    tmp_path: Path,
-) -> None:
-    """Two steps at that learning rate: step 1 ends (6.4 passes on its metric table), then
-    the rollout worker fails sampling from the NaN weights and RLinf kills the other actors.
-    T.1 is red at step 1 of 2, quoting the rollout worker's error, not the ActorDiedError
-    knock-ons RLinf printed after it."""
+def test_real_rlinf_whose_training_diverges_is_red_at_t_1_t_2_and_t_3(tmp_path: Path) -> None:
+    """At that learning rate step 1 ends (6.4 passes on its metric table, 6.5 on its
+    checkpoint), then the rollout worker fails sampling from the NaN weights and RLinf kills
+    the other actors. T.1 is red at step 1 of 2 quoting the rollout worker's error (not the
+    ActorDiedError knock-ons RLinf printed after it), T.2 with the NaN scalars, T.3 with the
+    NaN tensors of the checkpoint."""
     profile = override_copy(tmp_path, DIVERGING)
     run = run_profile(tmp_path / "reports", "-m", AS_IT_IS, profile=profile)
     s = run.summary
     assert run.returncode == 1, run.explain()
     first = s["earliestFailure"]
     assert s["verdict"] == "failed" and first["check"] == "T.1", s
-    assert s["checks"]["6.4"] == "passed" and s["training"]["steps"]["reached"] == 1, s
+    page = [c for c in s["checks"] if c not in TRAINING]
+    assert {c: s["checks"][c] for c in page} == dict.fromkeys(page, "passed"), s["checks"]
+    assert {c: s["checks"][c] for c in TRAINING} == dict.fromkeys(TRAINING, "failed"), s
+    # T.1: the steps stayed at 1 of 2; the first error, its class and remedy.
     message = first["message"]
     assert message.startswith("the Worker ended at step 1 of 2 (runner.max_epochs"), message
     assert (
@@ -220,9 +199,49 @@ def test_real_rlinf_failing_at_step_2_after_its_training_diverged_is_red_at_t_1(
     assert "ActorDiedError" not in message and "died unexpectedly" not in message, message
     cause = s["firstCause"]
     assert cause["class"] == "training-diverged" and cause["actor"] == "MultiStepRolloutWorker"
-    assert cause["knockOns"] >= 1 and cause["quote"] in message, cause  # the teardown's
+    assert cause["knockOns"] >= 1 and cause["quote"] in message, cause  # RLinf's teardown
     assert first["hint"].startswith(cause["remedy"]), first["hint"]  # the class's remedy first
+    # T.2 and T.3: what they read.
+    t = s["training"]
+    assert t["steps"] == {"reached": 1, "printedTotal": 2}, t
+    bad = t["scalars"]["nonFinite"]
+    assert bad.get("train/sac/critic_loss") == 0 and set(bad.values()) == {0}, t  # step 0
+    ck = t["checkpoints"]
+    assert ck["steps"] == [1] and len(ck["first"]["nonFinite"]) > 10, ck
     suite, failed = profile_junit(run)
-    assert "NOT ACCEPTED at T.1" in suite and list(failed) == ["T.1"], (suite, failed)
-    (failure,) = failed["T.1"].result
-    assert "normal expects all elements of std >= 0.0" in failure.message + (failure.text or "")
+    assert suite.startswith("RLark acceptance: ") and "NOT ACCEPTED at T.1" in suite, suite
+    assert sorted(failed) == list(TRAINING), failed
+    assert "normal expects all elements of std >= 0.0" in junit_text(failed["T.1"])
+    assert f"{len(bad)} of {t['scalars']['tags']} scalars are not finite: " in junit_text(
+        failed["T.2"]
+    )
+    assert re.search(
+        r"global_step_1: \d+ of \d+ tensors hold NaN or infinite values", junit_text(failed["T.3"])
+    ), junit_text(failed["T.3"])
+
+
+def test_real_rlinf_whose_actor_fails_at_start_up_is_red_at_6_4(tmp_path: Path) -> None:
+    """The SAC replay buffer's auto-save directory on the read-only models mount: RLinf's
+    actor fails creating it while RLinf starts its workers; 6.4 is red as soon as the Worker
+    ends, quoting that actor's error with its class, the path and the class's remedy."""
+    path = "/mnt/models/replay_buffer"
+    profile = override_copy(tmp_path, f"+algorithm.replay_buffer.auto_save_path={path}")
+    run = run_profile(tmp_path / "reports", "-m", AS_IT_IS, profile=profile)
+    s = run.summary
+    assert run.returncode == 1, run.explain()
+    first = s["earliestFailure"]
+    assert s["verdict"] == "failed" and first["check"] == "6.4", s
+    assert [c for c, v in s["checks"].items() if v == "notReached"] == ["6.5", *TRAINING], s
+    quote = f"OSError: [Errno 30] Read-only file system: '{path}'"
+    message = first["message"]
+    assert message.startswith("the logs never showed"), message
+    assert (
+        "its first error [read-only-checkpoint-dir: The checkpoint directory is read-only] in "
+        f'EmbodiedSACFSDPPolicy (log line {s["firstCause"]["logLine"]}): "{quote}"'
+    ) in message, message
+    cause = s["firstCause"]
+    assert cause["quote"] == quote and cause["path"] == path, cause
+    assert first["hint"].startswith(cause["remedy"]), first["hint"]
+    suite, failed = profile_junit(run)
+    assert "NOT ACCEPTED at 6.4" in suite and list(failed) == ["6.4"], (suite, failed)
+    assert quote in junit_text(failed["6.4"])
