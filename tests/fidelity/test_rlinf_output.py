@@ -6,9 +6,11 @@ files, and where the smoke workload, which imitates RLinf's embodied runner, sti
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import shutil
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +19,12 @@ import pytest
 from rlark_acceptance.model.profile import Profile, load_profile
 from rlark_acceptance.preflight.entry import preflight_profile
 from rlark_acceptance.rlinf.fingerprint import fingerprint
+from rlark_acceptance.run.step6 import trained
+from rlark_acceptance.run.step6.phase import Failed, Passed
+from rlark_acceptance.run.step6.readings import checkpoints_at
 from rlark_acceptance.smoke.progress import format_table
 from rlark_acceptance.storage import FileStore, verify_checkpoints, verify_event_files
+from rlark_acceptance.storage.pickle_scan import scan_pickle
 from tests.run.scripted import call, end, line, pod, run, running
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,7 +46,9 @@ def replay(tmp_path: Path, validated: dict[str, Any], base: Any) -> Any:
     store = tmp_path / "store"
 
     def checkpoint_written() -> None:
-        shutil.copytree(DATA / "mount", store, dirs_exist_ok=True)
+        # Written now, as RLinf wrote them during its run (not with the corpus' file times,
+        # which T.3 would rightly take for an earlier run's).
+        shutil.copytree(DATA / "mount", store, dirs_exist_ok=True, copy_function=shutil.copyfile)
 
     script = [*running(), pod(1.0)]
     script += [line(1.1 + i * 0.001, text) for i, text in enumerate(LOG)]
@@ -57,9 +65,14 @@ def test_step6_reads_real_rlinf_as_it_printed(tmp_path: Path, rlinf: Any) -> Non
     base, validated = rlinf
     rec = replay(tmp_path, validated, base)
     statuses = {c: p.status for c, p in rec.phases.items()}
-    assert statuses == dict.fromkeys(["6.1", "6.2", "6.3", "1.1", "1.2", "6.4", "6.5"], "passed"), {
+    checks = ["6.1", "6.2", "6.3", "1.1", "1.2", "6.4", "6.5", "T.1", "T.2", "T.3"]
+    assert statuses == dict.fromkeys(checks, "passed"), {
         c: p.message for c, p in rec.phases.items()
     }
+    assert rec.phases["T.1"].message.startswith("step 2 of 2 (the total the run printed)")
+    assert rec.phases["T.2"].message.startswith("48 scalars, 96 values at steps 0–1, all finite")
+    # The corpus keeps step 1 only: its weights are judged finite, not compared.
+    assert rec.phases["T.3"].message.startswith("global_step_1: 41 tensors, 1.7 MB"), rec.phases
     # 1.1 / 1.2 from the JSON train_embodied_agent.py printed: the validated config's.
     assert rec.printed_config["runner"]["logger"]["experiment_name"] == "ci-test"
     assert fingerprint(rec.printed_config) == fingerprint(validated)
@@ -141,3 +154,85 @@ def test_the_last_progress_like_line_of_real_rlinf_is_its_step_counter() -> None
 
     found = last_progress_like(LOG)
     assert found is not None and found.startswith("│ Global Step:"), found
+
+
+def _two_steps(tmp_path: Path, changed: str) -> FileStore:
+    """RLinf's real step 1 as global_step_1 and global_step_2, the second with the stored
+    bytes of one DCP item (``changed``, an fqn of its .metadata) flipped: the rest of the
+    two checkpoints byte for byte the same."""
+    root = tmp_path / "m" / "logs/ci-test/checkpoints"
+    src = DATA / "mount" / STEP
+    for step in (1, 2):
+        shutil.copytree(src, root / f"global_step_{step}/actor")
+    dcp = root / "global_step_2/actor/sac_components/alpha/dcp_checkpoint"
+    shard = bytearray((dcp / "__0_0.distcp").read_bytes())
+    items = scan_pickle((dcp / ".metadata").read_bytes()).dcp_items()
+    (start, length) = next((o, n) for fqn, _, o, n in items if fqn == changed)
+    with zipfile.ZipFile(io.BytesIO(bytes(shard[start : start + length]))) as z:
+        data = next(z.read(n) for n in z.namelist() if "/data/" in n)
+    at = shard.index(data, start, start + length)
+    shard[at : at + len(data)] = bytes(b ^ 0x01 for b in data)  # finite floats stay finite
+    (dcp / "__0_0.distcp").write_bytes(bytes(shard))
+    return FileStore(tmp_path / "m")
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        "fsdp_checkpoint.optimizers.state.base_alpha.exp_avg",
+        "fsdp_checkpoint.optimizers.state.base_alpha.step",
+        "fsdp_checkpoint.rng.cpu",
+    ],
+)
+def test_t_3_compares_the_model_not_the_optimizer_or_rng_state_of_a_dcp(
+    tmp_path: Path, changed: str
+) -> None:
+    """RLinf's FSDP DCP holds the optimizer's state, the schedulers' and the RNG's next to the
+    model's: those change every step whatever the weights do, so T.3 leaves them out."""
+    ck = checkpoints_at(
+        _two_steps(tmp_path, changed),
+        "logs/ci-test/checkpoints",
+        "m",
+        0.0,
+        baseline=None,
+        submitted=None,
+    )
+    assert ck.steps == (1, 2) and ck.first is not None and ck.last is not None, ck
+    # The 40 tensors of full_weights.pt and the DCP's one model item (SAC's alpha).
+    assert ck.first.tensors == ck.last.tensors == 41, ck
+    verdict = trained.judge(ck)
+    assert isinstance(verdict, Failed), verdict
+    assert "hold identical weights" in verdict.message and "training changed nothing" in (
+        verdict.message
+    ), verdict
+
+
+def test_t_3_leaves_out_the_replay_buffer_saved_with_the_checkpoint(tmp_path: Path) -> None:
+    """RLinf's SAC saves its replay buffer's trajectories (torch.save archives of tensors)
+    under sac_components/replay_buffer/, one more each step: data, not the model."""
+    store = _two_steps(tmp_path, "fsdp_checkpoint.rng.cpu")
+    buffer = tmp_path / "m/logs/ci-test/checkpoints/global_step_2/actor/sac_components"
+    (buffer / "replay_buffer/rank_0").mkdir(parents=True)
+    shutil.copy(
+        DATA / "mount" / STEP / "model_state_dict/full_weights.pt",
+        buffer / "replay_buffer/rank_0/trajectory_1_0b7d.pt",
+    )
+    ck = checkpoints_at(store, "logs/ci-test/checkpoints", "m", 0.0, baseline=None, submitted=None)
+    assert ck.first is not None and ck.last is not None
+    assert (ck.first.tensors, ck.last.tensors) == (41, 41), ck
+    assert ck.first.digest == ck.last.digest, ck
+
+
+def test_t_3_sees_a_dcp_model_item_change(tmp_path: Path) -> None:
+    ck = checkpoints_at(
+        _two_steps(tmp_path, "fsdp_checkpoint.model.base_alpha"),
+        "logs/ci-test/checkpoints",
+        "m",
+        0.0,
+        baseline=None,
+        submitted=None,
+    )
+    verdict = trained.judge(ck)
+    assert isinstance(verdict, Passed), verdict
+    assert verdict.message.startswith("global_step_1: 41 tensors, 1.7 MB"), verdict
+    assert verdict.message.endswith("all finite, changed by training"), verdict

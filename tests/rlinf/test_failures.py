@@ -131,6 +131,13 @@ LINES = {
     ],
     "disk-full": ["OSError: [Errno 28] No space left on device: '/mnt/ckpt/logs/x.pt'"],
     "read-only-checkpoint-dir": ["OSError: [Errno 30] Read-only file system: '/mnt/ckpt/logs'"],
+    "training-diverged": [
+        "RuntimeError: normal expects all elements of std >= 0.0",
+        "ValueError: Expected parameter loc (Tensor of shape (256, 14)) of distribution "
+        "Normal(loc: torch.Size([256, 14]), scale: torch.Size([256, 14])) to satisfy the "
+        "constraint Real(), but found invalid values:",
+        "RuntimeError: probability tensor contains either `inf`, `nan` or element < 0",
+    ],
     "mount-io-error": [
         "OSError: [Errno 5] Input/output error: '/mnt/ckpt/logs'",
         "OSError: [Errno 107] Transport endpoint is not connected: '/mnt/data'",
@@ -160,6 +167,9 @@ def test_every_class_is_tested_and_documented() -> None:
         "ValueError: invalid literal for int() with base 10: 'x'",
         "(ActorGroup(rank=0) pid=4) RuntimeError: shapes do not match",
         "[INFO 10:16:45 RLinf] Saving checkpoint at step 1.",
+        # TensorBoard's writer on the checkpoint mount: a missing file there is no resume path.
+        "FileNotFoundError: [Errno 2] No such file or directory: "
+        "b'/mnt/ckpt/logs/tensorboard/events.out.tfevents.1796166641.vm.432.0'",
     ],
 )
 def test_an_unknown_error_has_no_class(line: str) -> None:
@@ -309,7 +319,8 @@ def test_rlinf_driver_report_of_a_remote_exception() -> None:
     assert "Traceback" not in text and printed[0].count("ray::") == 1
     cause = first_cause([*NOISE, *printed, *KNOCK_ONS], batch=2)
     assert cause is not None and cause.kind is f.GPU_OUT_OF_MEMORY
-    assert cause.line == len(NOISE) + len(printed) - 1 and cause.actor is None
+    # The driver printed it; the actor is the remote task's Ray's wrapper names.
+    assert cause.line == len(NOISE) + len(printed) - 1 and cause.actor == "EmbodiedFSDPActor"
 
 
 def test_the_innermost_exception_of_a_ray_wrapper_is_the_cause() -> None:
@@ -324,6 +335,23 @@ def test_the_innermost_exception_of_a_ray_wrapper_is_the_cause() -> None:
     ]
     cause = first_cause(lines)
     assert cause is not None and cause.quote == inner and cause.kind is f.ENV_WORKER_CRASH
+    assert cause.actor == "EnvWorker"  # the remote task's, though the driver printed it
+
+
+def test_an_actors_own_prefix_wins_over_the_task_its_wrapper_names() -> None:
+    lines = prefixed(
+        "ActorGroup(rank=0)",
+        7,
+        [
+            "ray.exceptions.RayTaskError(ValueError): ray::EnvWorker.interact() (pid=9)",
+            '  File "/w/env_worker.py", line 3, in interact',
+            "ValueError: bad",
+        ],
+    )
+    cause = first_cause(lines)
+    assert cause is not None and cause.actor == "ActorGroup(rank=0)"
+    driver = first_cause(traceback_lines("ValueError: bad"))
+    assert driver is not None and driver.actor is None
 
 
 def test_hydra_errors_without_traceback() -> None:
@@ -377,9 +405,49 @@ def test_the_fidelity_corpus_is_recognised(path: Path) -> None:
         assert kind_id(cause) == path.stem
 
 
-def test_the_corpus_has_one_log_per_class() -> None:
+REAL = sorted((FIDELITY / "failures" / "real").glob("*.log"))
+
+
+@pytest.mark.parametrize("path", REAL, ids=lambda p: p.stem)
+def test_each_real_rlinf_failure_log_is_recognised_as_its_class(path: Path) -> None:
+    """Logs of real RLinf 0.3.0 runs that failed (``tests/fidelity/regenerate_failures.py``):
+    their header says the class, the actor and the line; the rest is the Pod log."""
+    text = path.read_text(encoding="utf-8").splitlines()
+    n = next(i for i, line in enumerate(text) if not line.startswith("# "))
+    header = dict(line[2:].split(": ", 1) for line in text[:n])
+    assert header["From a run"].startswith("RLinf 0.3.0, profiles/rlinf-embodied.yaml with ")
+    log = text[n:]
+    assert any("Ray runtime started" in line for line in log[:50]), "not a whole Pod log"
+    actor = None if header["actor"] == "the driver" else header["actor"]
+    for batch in (1, 7, len(log)):
+        cause = first_cause(log, batch)
+        assert cause is not None and cause.quote == header["cause"], (batch, cause)
+        assert kind_id(cause) == header["class"] and cause.actor == actor, cause
+        assert cause.kind is not f.ACTOR_KILLED  # RLinf's teardown is never the cause
+
+
+def test_the_real_failure_logs_cover_the_classes_rlinf_produces_here() -> None:
+    classes = {
+        line.removeprefix("# class: ")
+        for p in REAL
+        for line in p.read_text(encoding="utf-8").splitlines()[:5]
+        if line.startswith("# class: ")
+    }
+    assert classes >= {"read-only-checkpoint-dir", "resume-path", "hydra-composition"}, classes
+
+
+def test_the_corpus_has_a_log_per_class() -> None:
+    """A constructed log per class, but for the classes a real run's log stands for."""
     stems = {p.stem for p in (FIDELITY / "failures").glob("*.log")}
-    assert stems == {c.id for c in f.FAILURE_CLASSES}
+    real = {
+        line.removeprefix("# class: ")
+        for p in REAL
+        for line in p.read_text(encoding="utf-8").splitlines()[:5]
+        if line.startswith("# class: ")
+    }
+    ids = {c.id for c in f.FAILURE_CLASSES}
+    assert stems <= ids and real <= ids, (stems - ids, real - ids)
+    assert stems | real == ids, ids - stems - real
 
 
 # --- properties -----------------------------------------------------------------------

@@ -91,6 +91,23 @@ def test_not_reached_is_neither_failed_nor_passed() -> None:
     assert s["earliestFailure"]["check"] == "6.4"
 
 
+def test_a_training_check_the_profile_turns_off_is_skipped_not_unreached() -> None:
+    """training: false: the T.x scenarios skip; Step 6 never decided those checks, which its
+    evidence says as not reached, and the run still passes on the page's checks."""
+    r = RunReport("p.yaml")
+    page = [c.id for c in CHECKS]
+    _scenario(r, "page", page).finish("passed")
+    for check in ("T.1", "T.2", "T.3"):
+        _scenario(r, check, [check]).finish(
+            "skipped",
+            message=f"[{check}] off: the profile's training.checks leave it out",
+            details=[CheckResult(check, "notReached", "not reached")],
+        )
+    s = r.summary()
+    assert {s["checks"][c] for c in ("T.1", "T.2", "T.3")} == {"skipped"}, s["checks"]
+    assert s["verdict"] == "passed" and s["notReached"] == [] and not r.exit_failed()
+
+
 def test_a_passed_scenario_is_a_pass_of_every_check_it_names() -> None:
     r = RunReport("p.yaml")
     _scenario(r, "s", ["3.1"]).finish(

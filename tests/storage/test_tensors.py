@@ -102,6 +102,54 @@ def test_rlinf_checkpoint_totals() -> None:
     assert report.bytes_read >= report.nbytes
 
 
+class CountingStore(FileStore):
+    """A real directory store that counts the requests made of it (each is a round trip on
+    S3)."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.requests: list[tuple[str, int, int | None]] = []
+
+    def read(self, key: str, start: int = 0, end: int | None = None) -> bytes:
+        self.requests.append((key, start, end))
+        return super().read(key, start, end)
+
+
+def test_a_small_file_is_fetched_once_however_many_reads_its_tensors_take() -> None:
+    """RLinf's DCP shard is one torch.save archive per item, each read as headers, a pickle
+    and a storage: one request per block of the file, not one per read."""
+    store = CountingStore(ACTOR)
+    report = read_tensors(store, "")
+    assert report.ok and report.tensors == 45
+    sizes = {p.relative_to(ACTOR).as_posix(): p.stat().st_size for p in ACTOR.rglob("*.*")}
+    keys = [key for key, _, _ in store.requests]
+    assert sorted(keys) == sorted(
+        [
+            "model_state_dict/full_weights.pt",
+            "sac_components/alpha/dcp_checkpoint/.metadata",
+            "sac_components/alpha/dcp_checkpoint/__0_0.distcp",
+        ]
+    ), store.requests
+    weights = sum(n for k, n in sizes.items() if not k.endswith(".metadata"))
+    assert report.bytes_read == weights  # each weight file whole, once
+    # Files larger than a block are read a block at a time: the same tensors, more requests.
+    small = CountingStore(ACTOR)
+    again = read_tensors(small, "", chunk_bytes=64 * 1024)
+    assert again.digest == report.digest and len(small.requests) > len(store.requests)
+
+
+def test_files_excluded_are_neither_read_nor_counted_to_the_limit() -> None:
+    dcp = "sac_components/alpha/dcp_checkpoint/__0_0.distcp"
+    size = (ACTOR / dcp).stat().st_size
+    full = (ACTOR / "model_state_dict/full_weights.pt").stat().st_size
+    report = read_tensors(
+        FileStore(ACTOR), "", max_bytes=full, exclude=lambda key: key.startswith("sac_")
+    )
+    assert [f.key for f in report.files] == ["model_state_dict/full_weights.pt"], report
+    assert report.ok and report.tensors == 40 and report.bytes_read < full + size
+    assert not read_tensors(FileStore(ACTOR), "", max_bytes=full).ok  # both count without
+
+
 def test_non_finite_values_by_dtype(tmp_path: Path) -> None:
     bad = np.array([1.0, np.nan, np.inf, -np.inf, -np.inf, 0.0], dtype=np.float32)
     save_file(

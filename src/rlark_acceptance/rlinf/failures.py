@@ -71,10 +71,11 @@ class Cause:
 
     ``line`` is the 0-based index of the error line in the log; ``quote`` that line with
     Ray's prefix, colours and repeat marker removed, stripped, at most :data:`QUOTE_MAX`
-    characters; ``actor`` the name in the Ray prefix (``EnvGroup(rank=0)``), None for the
-    driver's own output; ``knock_ons`` how many other errors of the log are knock-ons
-    (actors killed or dead); ``mount_path`` the absolute path an ``[Errno N]`` error
-    names, for the caller to map to its mount.
+    characters; ``actor`` the name in the Ray prefix (``EnvGroup(rank=0)``), or the class of
+    the remote task whose error the driver printed (``ray::MultiStepRolloutWorker.generate()``
+    in Ray's wrapper), None for the driver's own errors; ``knock_ons`` how many other errors
+    of the log are knock-ons (actors killed or dead); ``mount_path`` the absolute path an
+    ``[Errno N]`` error names, for the caller to map to its mount.
     """
 
     line: int
@@ -161,6 +162,14 @@ READ_ONLY_CHECKPOINT_DIR = FailureClass(
     "The mount RLinf writes its checkpoints and logs to is read-only: mount it "
     "read-write, or point runner.logger.log_path at a writable mount.",
 )
+TRAINING_DIVERGED = FailureClass(
+    "training-diverged",
+    "Training diverged: NaN or infinite values reached the model",
+    "The weights, or what they were fed, became NaN or infinite, and an actor sampling "
+    "from them failed: the run's training scalars show the step it began. Lower the "
+    "learning rates (actor.optim.lr, actor.critic_optim.lr, the entropy tuning's), keep "
+    "gradient clipping on, check the precision (fp16 / bf16 overflow) and the rewards' scale.",
+)
 MOUNT_IO_ERROR = FailureClass(
     "mount-io-error",
     "I/O error on a mounted store",
@@ -200,14 +209,26 @@ _RULES: tuple[tuple[FailureClass, re.Pattern[str]], ...] = (
         ),
     ),
     (
+        # What torch says when it samples from NaN or infinite parameters: torch.normal's
+        # check of its std, torch.distributions' argument validation, torch.multinomial's.
+        TRAINING_DIVERGED,
+        re.compile(
+            r"normal expects all elements of std >= 0"
+            r"|to satisfy the constraint \w+\(\), but found invalid values"
+            r"|probability tensor contains either `inf`, `nan` or element < 0"
+        ),
+    ),
+    (
         EGL_RENDERING,
         re.compile(r"\bEGL|\begl[A-Z]|MUJOCO_(?:EGL|GL)|GLFW|OpenGL|gladLoadGL|OSMesa"),
     ),
     (
+        # A missing file is the resume path's only where it names a step or a resume: any
+        # file RLinf writes (its TensorBoard events) may lie on a mount called ckpt.
         RESUME_PATH,
         re.compile(
             r"resume_dir|(?:FileNotFoundError|No such file or directory|\[Errno 2\]"
-            r"|does not exist).*(?:global_step_|(?i:checkpoint|ckpt|resume))"
+            r"|does not exist).*(?:global_step_|(?i:resum))"
         ),
     ),
     (
@@ -267,6 +288,8 @@ _ALONE_FATAL = re.compile(
 )
 # A remote task's header in Ray's wrapper; the remote traceback follows it.
 _RAY_WRAPPER = re.compile(r"ray::[\w.<>]+\(\)\s*\(pid=\d+|RayTaskError\(")
+# The remote task a wrapper names: ``ray::MultiStepRolloutWorker.generate()``.
+_RAY_TASK = re.compile(r"ray::(?P<cls>[A-Za-z_]\w*)\.[\w<>]+\(\)")
 _ERRNO_PATH = re.compile(r"\[Errno \d+\] [^'\"\n]*?: (['\"])(?P<path>/[^'\"\n]*)\1")
 # Ray's ActorDiedError message ends with "The actor is dead because …": that tail of an
 # error already counted is no knock-on of its own.
@@ -511,6 +534,9 @@ class FirstCause:
         if kind is ACTOR_KILLED:
             self._knocked(key, actor, text, index)
             return
+        if actor is None and context:  # the driver printed a remote task's error: its actor
+            task = _RAY_TASK.search(context)
+            actor = task.group("cls") if task else None
         if self._cause is None:
             self._cause = Cause(index, _quote(text), actor, kind, 0, _mount_path(text))
             self._blocks.clear()  # the cause is known: no traceback needs reading now

@@ -104,7 +104,11 @@ class ScenarioRecord:
 
     def result(self, check: str) -> CheckResult:
         """Per-check evidence where the scenario's failure is explained by it; otherwise the
-        scenario's own outcome stands for every check it names (a crash is never a pass)."""
+        scenario's own outcome stands for every check it names (a crash is never a pass).
+        A scenario skipped as such (a training check the profile turns off) judged nothing:
+        its Step 6 evidence, which never decided that check, is no "not reached"."""
+        if self.outcome == "skipped":
+            return CheckResult(check, "skipped", self.message)
         d = self.details.get(check)
         explained = any(x.status == "failed" for x in self.details.values())
         if d is not None and (self.outcome != "failed" or explained):

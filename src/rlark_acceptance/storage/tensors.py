@@ -1,7 +1,8 @@
 """Read the tensors of a checkpoint without torch: counts, non-finite values, a digest.
 
 The weight files RLinf writes are read as raw storages with numpy, in ranged chunks of a
-``Store`` (never a whole file in memory, never unpickled):
+``Store`` (never more than two chunks of a file in memory, never unpickled; a file's small
+reads served from the chunk last fetched, so a small file costs one request):
 
 - ``*.safetensors``: the JSON header gives each tensor's dtype, shape and byte span;
 - torch zip archives (``*.pt`` / ``*.pth``, e.g. ``full_weights.pt``): ``data.pkl`` is
@@ -286,6 +287,44 @@ class _Unreadable(Exception):
     """A tensor or file that cannot be read as its header says (a problem, not a crash)."""
 
 
+class _Block:
+    """One object of ``store`` as a ``Store`` that serves reads from a kept block: a read the
+    block does not hold fetches the ``block``-aligned block around it (a file smaller than
+    ``block`` is then fetched once, whole), a read that crosses a block's end is fetched as
+    asked. The many small reads of a zip's headers, a pickle and small storages (a DCP
+    shard is one ``torch.save`` archive per item) are one request per block, not one each;
+    memory stays one block."""
+
+    def __init__(self, store: Store, key: str, size: int, block: int) -> None:
+        self.store, self.key, self.size, self.block = store, key, size, block
+        self._at, self._data = 0, b""
+        self.fetched = 0
+
+    def describe(self) -> str:
+        return self.store.describe()
+
+    def list(self, prefix: str = "") -> list[ObjectInfo]:
+        return self.store.list(prefix)
+
+    def read(self, key: str, start: int = 0, end: int | None = None) -> bytes:
+        if key != self.key:
+            return self.store.read(key, start, end)
+        end = self.size if end is None else min(end, self.size)
+        if end <= start:
+            return b""
+        at, data = self._at, self._data
+        if at <= start and end <= at + len(data):
+            return data[start - at : end - at]
+        at = start - start % self.block
+        if end > at + self.block:
+            out = self.store.read(key, start, end)
+            self.fetched += len(out)
+            return out
+        self._at, self._data = at, self.store.read(key, at, min(at + self.block, self.size))
+        self.fetched += len(self._data)
+        return self._data[start - at : end - at]
+
+
 class _Reader:
     """Ranged, chunked reads of one object, counting the bytes fetched."""
 
@@ -554,9 +593,11 @@ def read_tensors(
     *,
     max_bytes: int = DEFAULT_MAX_BYTES,
     chunk_bytes: int = CHUNK_BYTES,
+    exclude: Callable[[str], bool] | None = None,
 ) -> TensorsReport:
     """Every tensor of the weight files under ``prefix`` (a checkpoint, e.g.
-    ``…/global_step_N/actor``), read in ``chunk_bytes`` ranges.
+    ``…/global_step_N/actor``), read in ``chunk_bytes`` ranges; of those ``exclude`` (given
+    the key relative to ``prefix``) accepts, none is read, nor counts to ``max_bytes``.
 
     A corrupt or truncated file is a problem of the report, never an exception; only a
     store that stops answering (``StoreUnavailable``) raises, as nothing is known then.
@@ -572,7 +613,13 @@ def read_tensors(
     def rel(o: ObjectInfo) -> str:
         return o.key[len(prefix) + 1 :] if prefix else o.key
 
-    weights = [o for o in objects if _WEIGHTS.search(o.key) and not _skipped(rel(o))]
+    weights = [
+        o
+        for o in objects
+        if _WEIGHTS.search(o.key)
+        and not _skipped(rel(o))
+        and not (exclude is not None and exclude(rel(o)))
+    ]
     if not weights:
         report.problems.append(f"{prefix or '/'}: no weight files (*.safetensors, *.pt, *.distcp)")
         return report
@@ -588,7 +635,8 @@ def read_tensors(
         ext = obj.key.rsplit(".", 1)[-1]
         fmt = {"safetensors": "safetensors", "distcp": "dcp"}.get(ext, "torch-zip")
         out = FileTensors(rel(obj), fmt)
-        reader = _Reader(store, obj.key, chunk_bytes)
+        cached = _Block(store, obj.key, obj.size, chunk_bytes)
+        reader = _Reader(cached, obj.key, chunk_bytes)
         try:
             if fmt == "safetensors":
                 _safetensors(reader, obj.size, out)
@@ -609,7 +657,7 @@ def read_tensors(
             out.problems.append(f"unreadable: {e.code}: {e.detail}")
         except _Unreadable as e:
             out.problems.append(str(e))
-        report.bytes_read += reader.bytes_read
+        report.bytes_read += cached.fetched
         # A DCP shard may hold only pickled objects (optimizer settings, RNG states).
         if not out.tensors and not out.problems and fmt != "dcp":
             out.problems.append("no tensors")

@@ -20,9 +20,14 @@ from rlark_acceptance.storage.tensors import read_tensors
 # clock and this machine's may differ a little; an earlier run's are minutes older at least.
 CLOCK_SKEW = timedelta(seconds=5)
 _STEP_DIR = re.compile(r"(?:^|/)global_step_(\d+)(?:/|$)")
-# The model's weights, not the optimizer's state: Adam's moments change even when the
-# learning rate is 0 and the weights do not.
-_OPTIMIZER = re.compile(r"(?i)optim")
+# The model's weights, not the rest of the training state: the optimizer's (Adam's moments
+# change even when the learning rate is 0 and the weights do not), the learning-rate
+# schedulers', the RNG's (drawn from every step) and the data of a replay or demo buffer
+# (RLinf's SAC saves its trajectories in the checkpoint: one more each step). Whole files
+# are named for it (``optim_state_dict/``, ``sac_components/replay_buffer/``); inside RLinf's
+# DCP shards it is the items next to the model's (``fsdp_checkpoint.optimizers.…``,
+# ``fsdp_checkpoint.lr_schedulers.…``, ``fsdp_checkpoint.rng.cpu``).
+_NOT_WEIGHTS = re.compile(r"(?i)optim|(?:^|[./])(?:lr_sched\w*|rng|\w*_buffer)(?:[./]|$)")
 
 
 @dataclass(frozen=True)
@@ -132,13 +137,16 @@ def checkpoints_at(
 
 
 def _weights(store: Store, step: int, path: str) -> Weights:
-    report = read_tensors(store, path)
-    files = [f for f in report.files if not _OPTIMIZER.search(f.key)]
-    tensors = [t for f in files for t in f.tensors]
+    # Not read at all: a replay buffer grows each step, and may be most of the bytes.
+    report = read_tensors(store, path, exclude=lambda key: bool(_NOT_WEIGHTS.search(key)))
+    named = sorted(
+        ((f.key, t) for f in report.files for t in f.tensors if not _NOT_WEIGHTS.search(t.name)),
+        key=lambda kt: (kt[0], kt[1].name),
+    )
+    tensors = [t for _, t in named]
     digest = hashlib.sha256()
-    for f in sorted(files, key=lambda f: f.key):
-        digest.update(f"{f.key}\0{f.digest}\n".encode())
-    problems = [p for p in report.problems if not _OPTIMIZER.search(p.split(":", 1)[0])]
+    for key, t in named:
+        digest.update(f"{key}\0{t.name}\0{t.dtype}\0{list(t.shape)}\0{t.sha256}\n".encode())
     return Weights(
         step=step,
         path=path,
@@ -147,5 +155,5 @@ def _weights(store: Store, step: int, path: str) -> Weights:
         bytes=sum(t.nbytes for t in tensors),
         digest=digest.hexdigest(),
         non_finite={t.name: t.non_finite for t in tensors if t.non_finite},
-        problems=tuple(problems),
+        problems=tuple(report.problems),
     )
