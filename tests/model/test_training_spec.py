@@ -16,6 +16,7 @@ from rlark_acceptance.model.training import (
     OFF,
     TRAINING_IDS,
     Expectation,
+    TrainingSpec,
     parse_training,
 )
 from rlark_acceptance.model.yamlsrc import load_yaml
@@ -23,7 +24,7 @@ from rlark_acceptance.model.yamlsrc import load_yaml
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def parsed(tmp_path: Path, text: str):  # type: ignore[no-untyped-def]
+def parsed(tmp_path: Path, text: str) -> TrainingSpec:
     path = tmp_path / "p.yaml"
     path.write_text(text)
     return parse_training(load_yaml(path))
