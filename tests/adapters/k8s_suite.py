@@ -65,9 +65,11 @@ class Site:
         namespace: str | None = None,
         kubeconfig: Path | None = None,
         timeouts: dict[str, float] | None = None,
+        training: bool = True,
     ) -> Site:
         """The default Kubernetes profile; ``before`` runs in the run script before the
-        smoke workload (the same text in the Job YAML and ``runInfo.startCommand``)."""
+        smoke workload (the same text in the Job YAML and ``runInfo.startCommand``);
+        ``training=False``: the training checks off (``training: false``)."""
         root.mkdir(parents=True, exist_ok=True)
         text = (REPO / "profiles" / "kubernetes.yaml").read_text()
         job = (REPO / "profiles" / "kubernetes" / "job.yaml").read_text()
@@ -98,6 +100,8 @@ class Site:
                 )
             else:
                 text = text.rstrip("\n") + f"\n  {key}: {seconds:g}\n"
+        if not training:
+            text = text.rstrip("\n") + "\ntraining: false\n"
         site = cls(root, root / "profile.yaml", root / "job.yaml")
         site.profile.write_text(text)
         site.job.write_text(job)

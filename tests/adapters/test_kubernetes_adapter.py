@@ -52,6 +52,7 @@ from rlark_acceptance.adapters.kubernetes.stream import (
 from rlark_acceptance.model.job import JOB_NAME_LABEL, ROLE_LABEL, RUN_ID_LABEL, Job, read_job
 from rlark_acceptance.model.profile import Profile, Target, load_profile
 from rlark_acceptance.model.timeouts import Timeouts
+from rlark_acceptance.model.training import OFF
 from rlark_acceptance.preflight.entry import preflight_profile
 from rlark_acceptance.run.acceptance import manifest_of
 from rlark_acceptance.run.step6 import RunRecord, build_plan, confirm_running
@@ -100,6 +101,9 @@ def profile(kube_env: KubeEnv, kube_namespace: str) -> Profile:
     prof.run_info.gpus = 8
     prof.run_info.expected_node = NODE
     prof.timeouts = Timeouts.every(TIMEOUT)
+    # kwok serves a scripted log and no Worker trains here: these tests observe the page's
+    # phases through the adapter; the training checks have their own (tests/run/).
+    prof.training = OFF
     return prof
 
 
