@@ -52,7 +52,13 @@ from rlark_acceptance.run.step6.phase import (
 )
 from rlark_acceptance.run.step6.readings import checkpoints_at, scalars_at
 from rlark_acceptance.run.step6.record import PhaseResult, RunRecord
-from rlark_acceptance.storage import ObjectNotFound, Store, StoreError, unanswered
+from rlark_acceptance.storage import (
+    ObjectNotFound,
+    Store,
+    StoreError,
+    StoreUnavailable,
+    unanswered,
+)
 from rlark_acceptance.storage import verify_checkpoints as _verify
 
 # After the Worker's log ended, how long to wait for the Pod status that carries the exit code.
@@ -181,10 +187,12 @@ class Engine:
             store.list(prefix + "/" if prefix else "")
         except ObjectNotFound:
             pass  # it answers: the folder is just not there (any more)
-        except StoreError as exc:
+        except StoreUnavailable as exc:
             return (
                 f"; the store behind {cause.mount_path} ({store.describe()}) does not answer: {exc}"
             )
+        except StoreError as exc:
+            return f"; the store behind {cause.mount_path} ({store.describe()}) refuses: {exc}"
         return (
             f"; the store behind {cause.mount_path} ({store.describe()}) answers again now: it "
             "stopped answering the Worker for a while"
