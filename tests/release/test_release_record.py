@@ -42,3 +42,39 @@ def _sections() -> list[str]:
     from rlark_acceptance.run.report_writers import SECTIONS
 
     return list(SECTIONS)
+
+
+def test_the_terminal_table_has_a_column_for_every_section_of_the_record(tmp_path: Path) -> None:
+    """profile × section, the page's and the training's and the stages' after them: each
+    section of the record has its column and its line in the legend."""
+    from rlark_acceptance.release.record import table_lines
+    from rlark_acceptance.run import report_writers as writers
+
+    run = documented("earliestFailure") | {"warnings": []}
+    listed = ListedProfile("site-broken", tmp_path / "p.yaml", "release.yaml:2", "p.yaml")
+    outcome = ProfileOutcome(tmp_path / "site-broken", 1, 1.8e9, 12.0, "the session …")
+    release = ReleaseFile("rc-1", (listed,), path=Path("release.yaml"))
+    real = release_summary(
+        release,
+        [ProfileResult(listed, outcome, run)],
+        Redactor(),
+        reports=tmp_path,
+        started=1.8e9,
+        elapsed=13.0,
+        interrupted=False,
+        jobs=1,
+        runner="local session",
+    )
+    lines = table_lines(real)
+    head, rule, row, legend = lines
+    assert head.split() == [
+        "profile",
+        "verdict",
+        "§0",
+        "info",
+        *["S1", "S2", "S3", "S4", "S5", "S6", "T", "B"],
+    ]
+    assert row.startswith("site-broken") and "FAIL 6.2" in row, row
+    assert len(rule.split()) == len(head.split())
+    for section in writers.SECTIONS:
+        assert f"= {section}" in legend, (section, legend)

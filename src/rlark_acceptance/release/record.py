@@ -203,7 +203,8 @@ def write_summary(data: dict[str, Any], reports: Path) -> Path:
 
 # -- the terminal --------------------------------------------------------------------------
 
-_COLUMNS = ("§0", "info", "S1", "S2", "S3", "S4", "S5", "S6")  # the page's sections, in order
+# The record's sections, in order: the page's, then the training's (T) and the stages' (B).
+_COLUMNS = ("§0", "info", "S1", "S2", "S3", "S4", "S5", "S6", "T", "B")
 
 
 def _cell(section: dict[str, Any]) -> str:
