@@ -188,8 +188,9 @@ def test_real_rlinf_whose_training_diverges_is_red_at_t_1_t_2_and_t_3(tmp_path: 
     assert run.returncode == 1, run.explain()
     first = s["earliestFailure"]
     assert s["verdict"] == "failed" and first["check"] == "T.1", s
-    page = [c for c in s["checks"] if c not in TRAINING]
+    page = [c for c in s["checks"] if c not in (*TRAINING, "B.1")]
     assert {c: s["checks"][c] for c in page} == dict.fromkeys(page, "passed"), s["checks"]
+    assert s["checks"]["B.1"] == "notReached", s["checks"]  # no stages of a failed run to hold
     assert {c: s["checks"][c] for c in TRAINING} == dict.fromkeys(TRAINING, "failed"), s
     # T.1: the steps stayed at 1 of 2; the first error, its class and remedy.
     message = first["message"]
@@ -234,7 +235,7 @@ def test_real_rlinf_whose_actor_fails_at_start_up_is_red_at_6_4(tmp_path: Path) 
     assert run.returncode == 1, run.explain()
     first = s["earliestFailure"]
     assert s["verdict"] == "failed" and first["check"] == "6.4", s
-    assert [c for c, v in s["checks"].items() if v == "notReached"] == ["6.5", *TRAINING], s
+    assert [c for c, v in s["checks"].items() if v == "notReached"] == ["6.5", *TRAINING, "B.1"], s
     quote = f"OSError: [Errno 30] Read-only file system: '{path}'"
     message = first["message"]
     assert message.startswith("the logs never showed"), message

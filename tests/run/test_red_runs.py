@@ -354,7 +354,7 @@ def test_the_whole_suite_on_a_profile_whose_first_signal_never_appears(tmp_path:
     first = assert_red_at(run, "6.4")
     assert first["scenario"] == STEP6_SCENARIOS["6.4"]
     # 6.5, and the training checks after the page's, wait on a first signal that never came.
-    assert run.summary["notReached"] == ["6.5", "T.1", "T.2", "T.3"]
+    assert run.summary["notReached"] == ["6.5", "T.1", "T.2", "T.3", "B.1"]
     # A red run keeps what it wrote, and the record says where.
     kept = run.summary["outputs"]["kept"]
     assert kept and kept.startswith("s3://"), run.summary["outputs"]
