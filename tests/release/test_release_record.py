@@ -4,6 +4,7 @@ profile's record shaped as §4 documents it (every optional key present)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from rlark_acceptance.release.record import ProfileResult, release_summary
 from rlark_acceptance.release.release_file import ListedProfile, ReleaseFile
@@ -12,13 +13,12 @@ from rlark_acceptance.secrets import Redactor
 from tests.test_docs import documented
 
 
-def test_release_summary_has_the_documented_keys(tmp_path: Path) -> None:
-    doc = documented("releaseFile")
-    run = documented("earliestFailure") | {"warnings": ["LeftoversRemoved: …"]}
+def _summary(tmp_path: Path, run: dict[str, Any], jobs: int = 2) -> dict[str, Any]:
+    """The release record of one broken profile whose record is ``run``."""
     listed = ListedProfile("site-broken", tmp_path / "p.yaml", "release.yaml:2", "p.yaml")
     outcome = ProfileOutcome(tmp_path / "site-broken", 1, 1.8e9, 12.0, "the session …")
     release = ReleaseFile("rc-1", (listed,), path=Path("release.yaml"))
-    real = release_summary(
+    return release_summary(
         release,
         [ProfileResult(listed, outcome, run)],
         Redactor(),
@@ -26,9 +26,15 @@ def test_release_summary_has_the_documented_keys(tmp_path: Path) -> None:
         started=1.8e9,
         elapsed=13.0,
         interrupted=False,
-        jobs=2,
+        jobs=jobs,
         runner="local session",
     )
+
+
+def test_release_summary_has_the_documented_keys(tmp_path: Path) -> None:
+    doc = documented("releaseFile")
+    run = documented("earliestFailure") | {"warnings": ["LeftoversRemoved: …"]}
+    real = _summary(tmp_path, run)
     assert set(real) == set(doc)
     profile = real["profiles"][0]
     assert set(profile) - {"warnings"} == set(doc["profiles"][0])
@@ -51,20 +57,7 @@ def test_the_terminal_table_has_a_column_for_every_section_of_the_record(tmp_pat
     from rlark_acceptance.run import report_writers as writers
 
     run = documented("earliestFailure") | {"warnings": []}
-    listed = ListedProfile("site-broken", tmp_path / "p.yaml", "release.yaml:2", "p.yaml")
-    outcome = ProfileOutcome(tmp_path / "site-broken", 1, 1.8e9, 12.0, "the session …")
-    release = ReleaseFile("rc-1", (listed,), path=Path("release.yaml"))
-    real = release_summary(
-        release,
-        [ProfileResult(listed, outcome, run)],
-        Redactor(),
-        reports=tmp_path,
-        started=1.8e9,
-        elapsed=13.0,
-        interrupted=False,
-        jobs=1,
-        runner="local session",
-    )
+    real = _summary(tmp_path, run, jobs=1)
     lines = table_lines(real)
     head, rule, row, legend = lines
     assert head.split() == [

@@ -29,7 +29,7 @@ from rlark_acceptance.adapters.base import (
 from rlark_acceptance.model.job import Job, Mount
 from rlark_acceptance.model.profile import NodeSpec, Profile
 from rlark_acceptance.run.step6 import Progress, RunRecord, build_plan, confirm_running
-from rlark_acceptance.storage import FileStore, Store
+from rlark_acceptance.storage import FileStore, Store, StoreUnavailable
 from tests.storage.test_checkpoint import GOOD
 
 NODE = "local-node"
@@ -181,6 +181,19 @@ class ScriptedTarget:
 
     def close(self) -> None:
         pass
+
+
+class Unanswering(FileStore):
+    """A real directory store that stops answering when told to, as a dead S3 server does."""
+
+    down = False
+
+    def list(self, prefix: str = "") -> Any:
+        if self.down:
+            raise StoreUnavailable(
+                "EndpointConnectionError", prefix, "Could not connect (after 4 attempts)"
+            )
+        return super().list(prefix)
 
 
 # --- scripts and their verdicts ---------------------------------------------------------

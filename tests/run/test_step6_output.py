@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from rlark_acceptance.model.profile import KeepOutputs, Profile
-from rlark_acceptance.storage import FileStore, StoreUnavailable
 from tests.run.scripted import (
     CKPT,
     CONFIG,
     TERMINAL,
+    Unanswering,
     call,
     end,
     happy_script,
@@ -64,19 +64,6 @@ def test_6_5_times_out_while_the_worker_keeps_running(base: Any, tmp_path: Path)
     check, message, at = verdict(rec)
     assert check == "6.5" and 123.0 <= at <= 124.0
     assert f"after 120 s (timeouts.output): file://{tmp_path / 'store'}/{CKPT}: " in message
-
-
-class Unanswering(FileStore):
-    """A real directory store that stops answering when told to, as a dead S3 server does."""
-
-    down = False
-
-    def list(self, prefix: str = "") -> Any:
-        if self.down:
-            raise StoreUnavailable(
-                "EndpointConnectionError", prefix, "Could not connect (after 4 attempts)"
-            )
-        return super().list(prefix)
 
 
 def test_a_store_that_stops_answering_fails_6_5_with_the_cause(base: Any, tmp_path: Path) -> None:

@@ -21,11 +21,12 @@ from tensorboardX import SummaryWriter
 from rlark_acceptance.model.profile import Profile
 from rlark_acceptance.model.timeouts import Timeouts
 from rlark_acceptance.model.training import Expectation, TrainingSpec
-from rlark_acceptance.storage import FileStore, StoreUnavailable
+from rlark_acceptance.storage import FileStore
 from tests.run.scripted import (
     CKPT,
     CONFIG,
     Step,
+    Unanswering,
     call,
     end,
     line,
@@ -297,17 +298,6 @@ def test_a_worker_torn_down_after_one_actor_failed_is_quoted_by_the_first_error(
     assert summary is not None and summary["quote"].startswith("RuntimeError: smoke.crash")
 
 
-class Unanswering(FileStore):
-    """A real directory store that stops answering when told to, as a dead S3 server does."""
-
-    down = False
-
-    def list(self, prefix: str = "") -> Any:
-        if self.down:
-            raise StoreUnavailable("EndpointConnectionError", prefix, "Could not connect")
-        return super().list(prefix)
-
-
 def test_an_io_error_on_a_mount_names_the_store_that_stopped_answering(
     training: tuple[Profile, Any], tmp_path: Path, store: Path
 ) -> None:
@@ -385,3 +375,25 @@ def test_training_checks_the_profile_turns_off_are_skipped_never_not_reached(
     assert results["6.5"].status == "passed"
     assert (results["T.1"].status, results["T.1"].message) == ("skipped", TRAINING_OFF)
     assert results["T.2"].status == "skipped"
+
+
+def test_without_any_step_count_a_run_that_stepped_and_ended_well_passes_t_1(
+    training: tuple[Profile, Any], tmp_path: Path, store: Path
+) -> None:
+    """No count in the config, the profile or the log: T.1 cannot hold the run to one, so a
+    run that stepped and exited 0 passes (saying so), and one that exited 1 does not."""
+    import re as regex
+
+    prof, job = training
+    spec = TrainingSpec(checks=frozenset({"T.1"}), step_pattern=regex.compile(r"iter (\d+)"))
+    prof = replace(prof, training=spec)
+    script = [*started(), *lines(2.1, *json.dumps(CONFIG, indent=2).splitlines())]
+    script += [line(3.0, "Global Step: 1/5"), line(3.5, "iter 1"), line(4.0, "iter 2")]
+    ok = [*script, end(5.0), pod(5.1, "Succeeded", exit_code=0)]
+    rec, _ = run((prof, job), tmp_path, ok, validated=CONFIG)
+    assert rec.status("T.1") == "passed", rec.phases
+    assert rec.phases["T.1"].message.startswith("step 2 reached and the run ended with exit code 0")
+    (tmp_path / "again").mkdir()
+    bad = [*script, end(5.0), pod(5.1, "Failed", exit_code=1)]
+    rec, _ = run((prof, job), tmp_path / "again", bad, validated=CONFIG, store=FileStore(store))
+    assert rec.status("T.1") == "failed", rec.phases
