@@ -83,7 +83,7 @@ def healthy(service: str) -> bool:
     """Up and usable: the S3 server answering with its bucket; the cluster whole (control
     plane, real node and platform stand-in)."""
     st = state.load()
-    return s3.ready(st.s3) if service == "s3" else cluster.whole(st)
+    return s3.ready(st.s3, within=s3.PATIENCE_S) if service == "s3" else cluster.whole(st)
 
 
 @contextlib.contextmanager

@@ -36,11 +36,26 @@ def _endpoint_answers(endpoint: str) -> bool:
         return False
 
 
-def healthy(s3: S3State | None) -> bool:
+# How long a live server may take to answer before it counts as dead. On a machine whose
+# cores are all busy (tests on several workers, a real RLinf run) a live server has missed
+# a 2 s answer; `up` then stopped it under the runs that held it and started another.
+PATIENCE_S = 30.0
+
+
+def healthy(s3: S3State | None, *, within: float = 0.0) -> bool:
+    """The recorded server is alive and answers; a live process is asked again for up to
+    ``within`` seconds (its process gone: no answer is waited for)."""
     if not s3:
         return False
     exe = build.RECIPES["versitygw"].bin("versitygw")
-    return proc.alive(s3.pid, exe) and _endpoint_answers(s3.endpoint)
+    deadline = time.monotonic() + within
+    while proc.alive(s3.pid, exe):
+        if _endpoint_answers(s3.endpoint):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.5)
+    return False
 
 
 def _client(s3: S3State) -> Any:
@@ -67,9 +82,9 @@ def has_bucket(s3: S3State) -> bool:
         return False
 
 
-def ready(s3: S3State | None) -> bool:
+def ready(s3: S3State | None, *, within: float = 0.0) -> bool:
     """Serving, with its bucket: what the tests need, not only a live process."""
-    return s3 is not None and healthy(s3) and has_bucket(s3)
+    return s3 is not None and healthy(s3, within=within) and has_bucket(s3)
 
 
 def _make_bucket(s3: S3State) -> None:
@@ -79,7 +94,7 @@ def _make_bucket(s3: S3State) -> None:
 
 
 def up(state: State) -> None:
-    if healthy(state.s3):
+    if healthy(state.s3, within=PATIENCE_S):
         # A server without its bucket (an `up` that failed creating it, a bucket removed by
         # hand) gets it now: the next `up` mends what a failed one left.
         assert state.s3 is not None

@@ -829,6 +829,7 @@ def test_broken_streams_are_opened_again_without_repeating_lines(
     wait_for("the observers' threads stopped", lambda: not observer_threads(job.name), 5)
 
 
+@pytest.mark.cluster_alone
 def test_an_api_server_killed_and_started_again_loses_and_doubles_no_log_line(
     adapter: KubernetesAdapter,
     kube_env: KubeEnv,

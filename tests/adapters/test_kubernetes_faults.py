@@ -38,7 +38,9 @@ from rlark_acceptance.run.step6.plan import manifest_of
 from rlark_acceptance.run.step6.run_id import for_run, new_run_id
 from tests.adapters.k8s_suite import REPO, STARTING, Site, SuiteRun, schedulable_again, waits_for
 
-pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+# Alone at the cluster: its tests kill the API server or the kubelet, and the fixture removes
+# every Job of the shared namespace, another test's too.
+pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.cluster_alone]
 
 JOB = "rlinf-smoke-ppo-mlp"
 RUNTIME_AFTER_61 = ("6.2", "6.3", "6.4", "6.5")

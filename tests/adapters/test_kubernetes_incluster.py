@@ -28,7 +28,8 @@ from testenv import harness_image, state
 from tests.adapters.k8s_suite import CHECKOUT, Site, schedulable_again
 from tests.run.suite_runs import STEP6_ONLY
 
-pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+# Alone at the cluster: each test holds that nothing at all is left in the shared namespace.
+pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.cluster_alone]
 
 REPO = Path(__file__).resolve().parents[2]
 SECRET = "site-object-store"

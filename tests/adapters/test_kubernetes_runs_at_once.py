@@ -9,6 +9,7 @@ their records are read back, then the namespace and the bucket.
 from __future__ import annotations
 
 import re
+import secrets
 from pathlib import Path
 
 import pytest
@@ -28,11 +29,16 @@ def _keys(s3_env: S3Env, prefix: str) -> set[str]:
     return {o["Key"] for o in got.get("Contents", [])}
 
 
+# Alone at the cluster: it holds that nothing at all is left in the shared namespace.
+@pytest.mark.cluster_alone
 def test_two_runs_of_one_kubernetes_profile_at_once_both_pass_each_with_its_own(
     kube_env: KubeEnv, s3_env: S3Env, tmp_path: Path
 ) -> None:
     site = Site.make(tmp_path / "site")
-    before = _keys(s3_env, PREFIX)
+    # What was there before: an object of this test's own under the runs' prefix (other
+    # runs on the machine write and remove their own there meanwhile).
+    there = f"{PREFIX}there-before-{secrets.token_hex(3)}/object"
+    s3_env.client().put_object(Bucket=s3_env.bucket, Key=there, Body=b"kept")
     runs = []
     try:
         for name in ("a", "b"):
@@ -64,6 +70,7 @@ def test_two_runs_of_one_kubernetes_profile_at_once_both_pass_each_with_its_own(
     assert not [j["metadata"]["name"] for j in jobs["items"]]
     pods = kube_env.core().list_namespaced_pod(kube_env.namespace, label_selector=JOB_NAME_LABEL)
     assert not [p.metadata.name for p in pods.items]
-    assert _keys(s3_env, PREFIX) == before
+    assert _keys(s3_env, there) == {there}
+    s3_env.client().delete_object(Bucket=s3_env.bucket, Key=there)
     for run_id in ids:
         assert not _keys(s3_env, f"{PREFIX}{run_id}")

@@ -64,6 +64,8 @@ def run_features(tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedProce
     return res, json.loads(summary_file.read_text())
 
 
+# Alone at the cluster: it holds that nothing at all is left in the shared namespace.
+@pytest.mark.cluster_alone
 def test_the_features_pass_on_the_real_node(
     kube_env: KubeEnv, s3_env: S3Env, tmp_path: Path
 ) -> None:

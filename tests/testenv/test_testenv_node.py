@@ -162,6 +162,7 @@ def test_more_gpus_than_the_node_has_are_refused_by_the_scheduler(
     assert "Insufficient nvidia.com/gpu" in wait_for("the scheduler's refusal", refused, 30)
 
 
+@pytest.mark.cluster_alone
 def test_a_changed_worker_image_is_imported_without_restarting_the_node(
     kube_env: KubeEnv,
 ) -> None:
@@ -184,6 +185,7 @@ def test_a_changed_worker_image_is_imported_without_restarting_the_node(
     assert node.healthy(after, cluster_kubectl)
 
 
+@pytest.mark.cluster_alone
 def test_up_starts_dead_relays_of_the_node_again_without_restarting_it(
     kube_env: KubeEnv, pods: list[str]
 ) -> None:
@@ -260,6 +262,7 @@ def leftovers() -> dict[str, Any]:
 
 
 @pytest.mark.slow
+@pytest.mark.cluster_alone
 def test_down_leaves_nothing_behind_and_up_brings_the_node_back(kube_env: KubeEnv) -> None:
     import testenv.__main__ as testenv_cli
 
