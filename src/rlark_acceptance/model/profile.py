@@ -41,9 +41,13 @@ KEEP_OUTPUTS: tuple[KeepOutputs, ...] = typing.get_args(KeepOutputs)
 
 @dataclass
 class Target:
+    # The adapter that reaches the target: local, kubernetes, or a plugin's (entry-point
+    # group rlark_acceptance.adapters).
     adapter: str = "local"
+    # kubernetes: the kubeconfig file (None: the standard loading rules).
     kubeconfig: str | None = None
-    context: str | None = None
+    context: str | None = None  # kubernetes: the kubeconfig's context (None: its current one)
+    # Where the Job is submitted and its Worker observed.
     namespace: str = "rlinf-acceptance"
     # The local adapter's one node: this machine has no GPUs, so its capacity is declared.
     node: NodeSpec | None = None
@@ -52,6 +56,7 @@ class Target:
     cluster: tuple[str, ...] = ()
     job_name: str | None = None  # a rendered Job's name (default: the profile's)
     mounts: tuple[Mapping[str, Any], ...] = ()  # a rendered Job's mounts
+    # Whether what a run wrote at the persistent location is kept: onFailure | always | never.
     keep_outputs: KeepOutputs = "onFailure"
     # The adapter's own options, typed by the adapter (``model.options``); a read-only
     # mapping for an adapter that declares no type.

@@ -17,6 +17,7 @@ from typing import Any
 class LocalOptions:
     # What each image reference is on this machine ({REF: {environment, workspace}}): read
     # by ``images.resolve`` when a Pod starts, so a wrong entry fails that Pod, as a pull.
+    #
     # Not in the repr: an image reference may carry a registry credential, and reprs reach
     # tracebacks and reports.
     images: Mapping[str, Any] = field(default_factory=dict, repr=False)
@@ -24,6 +25,7 @@ class LocalOptions:
     without_gpu: bool = False
     # The Ray head with its dashboard (Ray's state API, which RLinf lists its actors through).
     ray_dashboard: bool = False
+    # The Ray head's CPUs.
     ray_num_cpus: int = 1
     # /workspace folders the image ships besides those the scripts cd into.
     image_dirs: tuple[str, ...] = ()
