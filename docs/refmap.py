@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib
+import importlib.util
 import inspect
 import re
 import sys
@@ -162,10 +163,14 @@ class _Recorder:
 
 
 def plugins() -> Iterator[str]:
+    """The plugins the root conftest.py loads (read from its file: under pytest, the name
+    ``conftest`` may be another directory's)."""
     sys.path.insert(0, str(ROOT))
-    import conftest
-
-    yield from conftest.pytest_plugins
+    spec = importlib.util.spec_from_file_location("_root_conftest", ROOT / "conftest.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    yield from module.pytest_plugins
 
 
 def pytest_section() -> list[str]:
