@@ -50,7 +50,9 @@ node), in the order troubleshooting follows: the run record names the *earliest*
 check in this order. **static** checks are decided offline from the RLinf config, the Job
 YAML and the run information; **cluster** checks read the target cluster's nodes;
 **runtime** checks need the submitted Job (Step 6). After the page's 41 come the training
-checks (`T.1`–`T.3`, a section the page does not have): whether the run really trained.
+checks (`T.1`–`T.4`, a section the page does not have): whether the run really trained
+(`T.4`, a second submission that resumes from the checkpoint, is opt-in: its scenarios are
+tagged `@resume`).
 
 For each check: what the page asks, the page's remedy when it fails (the run record's
 `hint`), the feature files whose scenarios carry its tag (`@check-<ID>`; run them with

@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "docs" / "tests.md"
 SRC = ROOT / "src" / "rlark_acceptance"
-ID = re.compile(r"[0-6P]\.\d")
+ID = re.compile(r"[0-6PTB]\.\d")
 # A command a test starts: the CLI reaches the pre-flight, ``pytest features/`` every check.
 CLI = "rlark_acceptance.<cli>"
 SUITE = "rlark_acceptance.<suite>"

@@ -5,7 +5,9 @@ Feature: 训练检查 Training checks (beyond the page)
   the page's checks, the run itself is checked: it reaches the steps its config asks for,
   its TensorBoard scalars are finite (and within the profile's bounds), and its checkpoint
   is its own, with finite tensors that training changed. When the Worker fails, the record
-  quotes its first error, not the knock-ons that end its log.
+  quotes its first error, not the knock-ons that end its log. Opt-in (the profile's
+  training.resume, or -m resume): a second submission of the same Job, told by RLinf's
+  runner.resume_dir to resume from the run's last checkpoint, goes on at the next step.
 
   Background:
     Given the default acceptance profile has passed the pre-flight
@@ -22,3 +24,7 @@ Feature: 训练检查 Training checks (beyond the page)
   @check-T.3 @positive @runtime
   Scenario: the checkpoint is this run's and holds a trained model
     Then its checkpoint is its own, with finite tensors that training changed
+
+  @check-T.4 @resume @positive @runtime
+  Scenario: a second submission resumes from the run's last checkpoint
+    Then a second submission with runner.resume_dir starts at the step after the run's last checkpoint and reaches its target

@@ -2,8 +2,9 @@
 Feature: 训练检查 Training checks go red at the right check (beyond the page)
   Each scenario submits a Job whose training is deliberately broken, the way a platform
   release breaks it (a stall, a divergence to NaN, no scalars, weights that never change, an
-  actor that fails while the others are torn down), and expects the training check that
-  names it, with the run's first error quoted where the Worker failed.
+  actor that fails while the others are torn down, a runner that ignores runner.resume_dir),
+  and expects the training check that names it, with the run's first error quoted where the
+  Worker failed.
 
   @check-T.1 @negative @runtime
   Scenario: a run that stalls after its second step is not accepted
@@ -45,3 +46,19 @@ Feature: 训练检查 Training checks go red at the right check (beyond the page
     And the run command adds the override "actor.optim.lr=0"
     When the Job is submitted despite the pre-flight
     Then check T.3 is the earliest failure naming "identical weights"
+
+  @check-T.4 @resume @negative @runtime
+  Scenario: a second submission that ignores runner.resume_dir is not accepted
+    Given the default acceptance profile
+    And the profile turns the resume check on
+    And the run command adds the override "smoke.ignore_resume=true"
+    When the Job is submitted despite the pre-flight
+    Then check T.4 is the earliest failure naming "the resumed run started at step 1, not 6: runner.resume_dir was not honoured"
+
+  @check-T.4 @resume @negative @runtime
+  Scenario: a second submission that goes on at the next step without the checkpoint's weights is not accepted
+    Given the default acceptance profile
+    And the profile turns the resume check on
+    And the run command adds the override "smoke.skip_resume_weights=true"
+    When the Job is submitted despite the pre-flight
+    Then check T.4 is the earliest failure naming "are not global_step_5's (sha256"

@@ -27,6 +27,14 @@ def profile_timeout(workspace: Workspace, key: str, seconds: int) -> None:
     workspace.profile.setdefault("timeouts", {})[key] = seconds
 
 
+@given("the profile turns the resume check on")
+def resume_on(workspace: Workspace) -> None:
+    training = workspace.profile.get("training")
+    if not isinstance(training, dict):  # absent (the defaults) or true
+        training = workspace.profile["training"] = {}
+    training["resume"] = True
+
+
 @given(parsers.parse('the run command loads the config "{name}"'))
 def run_command_config(workspace: Workspace, name: str) -> None:
     def edit(text: str) -> str:

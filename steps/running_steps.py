@@ -15,7 +15,7 @@ from rlark_acceptance.model.training import TRAINING_IDS
 from rlark_acceptance.preflight.entry import preflight_profile
 from rlark_acceptance.run.acceptance import AcceptanceRun, accept, submit_and_confirm
 from rlark_acceptance.run.budgets import MIN_SLOWER_S
-from rlark_acceptance.run.evidence import NOT_REACHED, TRAINING_OFF, preflight_stop
+from rlark_acceptance.run.evidence import NOT_REACHED, off_reason, preflight_stop
 from rlark_acceptance.run.step6 import Interrupted
 from rlark_acceptance.secrets import Redactor
 
@@ -27,14 +27,22 @@ def accepted_run(
     target_environment: None,
     redactor: Redactor,
 ) -> Iterator[AcceptanceRun]:
-    """The one real submission of the profile's Job, shared by every Step 6 scenario."""
+    """The one real submission of the profile's Job, shared by every Step 6 scenario (and
+    T.4's second one, when the profile turns it on or its scenario is selected by its tag)."""
+    from fixtures.acceptance import resume_selected
     from fixtures.run_record import RECORD_KEY, run_id
     from rlark_acceptance.adapters import open_adapter
 
     adapter = open_adapter(target_profile)
     try:
         try:
-            run = accept(target_profile, adapter, run_id=run_id(pytestconfig), redactor=redactor)
+            run = accept(
+                target_profile,
+                adapter,
+                run_id=run_id(pytestconfig),
+                redactor=redactor,
+                resume=resume_selected(pytestconfig),
+            )
         except Interrupted as exc:  # the record of what ran, marked interrupted, then pytest's
             if exc.run is not None:  # own interrupt handling
                 pytestconfig.stash[RECORD_KEY] = exc.run
@@ -77,7 +85,7 @@ def submitted(run: AcceptanceRun) -> None:
 def _phase(run: AcceptanceRun, check: str) -> None:
     assert run.record is not None
     if check in TRAINING_IDS and check not in run.record.training:
-        pytest.skip(f"[{check}] {TRAINING_OFF}")
+        pytest.skip(f"[{check}] {off_reason(check)}")
     p = run.record.phases.get(check)
     if p is None or p.status not in ("passed", "failed"):  # skipped / not reached
         why = p.message if p and NOT_REACHED in p.message else NOT_REACHED
@@ -139,6 +147,14 @@ def metrics_real(run: AcceptanceRun) -> None:
 @then("its checkpoint is its own, with finite tensors that training changed")
 def checkpoint_trained(run: AcceptanceRun) -> None:
     _phase(run, CheckId.CHECKPOINT_TRAINED)
+
+
+@then(
+    "a second submission with runner.resume_dir starts at the step after the run's last "
+    "checkpoint and reaches its target"
+)
+def resumes(run: AcceptanceRun) -> None:
+    _phase(run, CheckId.RESUMES)
 
 
 @then("it is still readable after the Worker is gone")

@@ -186,3 +186,14 @@ def test_run_summary_has_the_documented_keys() -> None:
     assert set(real["outputs"]) == set(doc["outputs"])
     statuses = {"passed", "failed", "skipped", "notReached"}
     assert set(real["checks"].values()) <= statuses
+
+
+def test_the_resume_record_has_the_documented_keys() -> None:
+    """``training.resume`` of run-summary.json (T.4), as the record writes it."""
+    from rlark_acceptance.model.job import read_job
+    from rlark_acceptance.run.step6.record import Resumed, RunRecord
+
+    job = read_job(str(ROOT / "profiles" / "local" / "job.yaml"))
+    real = Resumed(5, "/mnt/ckpt/x/global_step_5", 7, RunRecord(job=job)).summary()
+    doc = documented("earliestFailure")["training"]["resume"]
+    assert set(real) == set(doc) and set(real["from"]) == set(doc["from"])

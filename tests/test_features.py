@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -101,3 +102,43 @@ def test_only_scenarios_on_the_profile_as_it_is_lack_a_self_check_tag() -> None:
             if changes and not tags & SELF_CHECK_TAGS:
                 wrong.append(f"{path.name}: {sc['name']!r} changes the profile: {changes}")
     assert wrong == []
+
+
+class _Item:
+    """A collected scenario, as far as T.4's selection reads one: its markers' names."""
+
+    def __init__(self, *names: str) -> None:
+        self.names = names
+
+    def iter_markers(self) -> Any:
+        return (SimpleNamespace(name=n) for n in self.names)
+
+    def get_closest_marker(self, name: str) -> Any:
+        return SimpleNamespace(name=name) if name in self.names else None
+
+
+@pytest.mark.parametrize(
+    ("expr", "selected"),
+    [
+        ("", False),
+        ("resume", True),
+        ("check-T.4", True),
+        ("check-T.4 or check-T.1", True),
+        ("runtime", False),  # every Step 6 scenario: T.4's only with the rest
+        ("not negative", False),
+        ("runtime and not negative", False),
+        ("not resume", False),
+        ("resume and negative", True),
+    ],
+)
+def test_t_4_is_selected_by_its_tags_not_by_an_expression_that_selects_everything(
+    expr: str, selected: bool
+) -> None:
+    from fixtures.acceptance import _selected_by_tag
+
+    items = [
+        _Item("check-T.4", "resume", "positive", "runtime"),
+        _Item("check-T.4", "resume", "negative", "runtime", "fault-injection"),
+        _Item("check-T.1", "positive", "runtime"),
+    ]
+    assert _selected_by_tag(expr, items) is selected  # type: ignore[arg-type]

@@ -81,8 +81,9 @@ def test_the_features_pass_on_the_real_node(
     for check in RUNTIME:
         assert checks.get(check) == "passed", (check, checks.get(check), tail)
     # All 41 checks of the page, the 3 of the training and B.1, and every self-check (the fault
-    # injections among them, the training's included).
-    assert len(checks) == 45 and set(checks.values()) == {"passed"}, checks
+    # injections among them, the training's included); T.4, opt-in, is not selected.
+    assert len(checks) == 46 and checks.pop("T.4") == "skipped", checks
+    assert set(checks.values()) == {"passed"}, checks
     assert summary["selfChecks"]["failed"] == [], summary["selfChecks"]
     assert summary.get("earliestFailure") is None, summary.get("earliestFailure")
     # Nothing is left on the cluster: the Job and its Pod were deleted.

@@ -12,8 +12,11 @@ import pytest
 
 from rlark_acceptance.model.errors import InputError
 from rlark_acceptance.model.training import (
+    DEFAULT_CHECKS,
+    DEFAULT_RESUME_STEPS,
     DEFAULT_STEP_PATTERN,
     OFF,
+    OPT_IN,
     TRAINING_IDS,
     Expectation,
     TrainingSpec,
@@ -30,12 +33,37 @@ def parsed(tmp_path: Path, text: str) -> TrainingSpec:
     return parse_training(load_yaml(path))
 
 
-def test_every_training_check_is_on_by_default_and_false_turns_them_off(tmp_path: Path) -> None:
+def test_every_training_check_but_the_opt_in_one_is_on_by_default_and_false_turns_them_off(
+    tmp_path: Path,
+) -> None:
     spec = parsed(tmp_path, "name: p\n")
-    assert spec.checks == frozenset(TRAINING_IDS) == frozenset({"T.1", "T.2", "T.3"})
+    assert spec.checks == frozenset(DEFAULT_CHECKS) == frozenset({"T.1", "T.2", "T.3"})
+    assert TRAINING_IDS == ("T.1", "T.2", "T.3", "T.4") and OPT_IN == ("T.4",)
     assert spec.steps is None and spec.step_pattern.pattern == DEFAULT_STEP_PATTERN
+    assert spec.resume_steps == DEFAULT_RESUME_STEPS == 2
     assert parsed(tmp_path, "training: false\n") == OFF
+    assert parsed(tmp_path, "training: true\n") == TrainingSpec()
     assert parsed(tmp_path, "training:\n  checks: []\n").checks == frozenset()
+
+
+@pytest.mark.parametrize(
+    ("text", "checks", "steps"),
+    [
+        ("training:\n  resume: true\n", {"T.1", "T.2", "T.3", "T.4"}, 2),
+        ("training:\n  resume: {steps: 3}\n", {"T.1", "T.2", "T.3", "T.4"}, 3),
+        ("training:\n  resume: {}\n", {"T.1", "T.2", "T.3", "T.4"}, 2),
+        ("training:\n  checks: [T.1, T.4]\n", {"T.1", "T.4"}, 2),
+        ("training:\n  checks: [T.1]\n  resume: true\n", {"T.1", "T.4"}, 2),
+        ("training:\n  checks: []\n  resume: {steps: 1}\n", {"T.4"}, 1),
+        ("training:\n  resume: false\n", {"T.1", "T.2", "T.3"}, 2),
+    ],
+)
+def test_the_resume_check_is_turned_on_by_resume_or_by_naming_it(
+    tmp_path: Path, text: str, checks: set[str], steps: int
+) -> None:
+    spec = parsed(tmp_path, text)
+    assert spec.checks == frozenset(checks) and spec.resume_steps == steps
+    assert spec.on("T.4") == ("T.4" in checks)
 
 
 def test_the_default_step_pattern_reads_rlinfs_table_and_its_tqdm_bar() -> None:
@@ -77,7 +105,16 @@ def test_a_profile_sets_steps_pattern_location_and_expectations(tmp_path: Path) 
         (
             "training:\n  checks: [T.1, 6.5]\n",
             2,
-            "6.5 is not a training check: one of T.1, T.2, T.3",
+            "6.5 is not a training check: one of T.1, T.2, T.3, T.4",
+        ),
+        ("training:\n  resume: 3\n", 2, "training.resume must be true, false or {steps: N}"),
+        ("training:\n  resume:\n    stepz: 3\n", 3, "training.resume.stepz is not a resume"),
+        ("training:\n  resume: {steps: 0}\n", 2, "resume.steps must be a positive whole number"),
+        ("training:\n  resume: {steps: true}\n", 2, "resume.steps must be a positive whole"),
+        (
+            "training:\n  checks: [T.1, T.4]\n  resume: false\n",
+            3,
+            "training.resume is false, but training.checks names T.4",
         ),
         ("training:\n  steps: 0\n", 2, "training.steps must be a positive whole number"),
         ("training:\n  stepPattern: '('\n", 2, "training.stepPattern is not a regex"),
@@ -115,5 +152,5 @@ def test_the_command_line_refuses_a_misspelt_training_setting_with_exit_2(tmp_pa
     out = (res.stdout + res.stderr).strip().splitlines()
     assert out == [
         f"rlark-acceptance: {path}:{line}: training.stepz is not a training setting: one of "
-        "checks, steps, stepPattern, tensorboard, expect"
+        "checks, steps, stepPattern, tensorboard, expect, resume"
     ], out

@@ -123,7 +123,8 @@ class ScriptedObservation:
 
 @dataclass
 class ScriptedTarget:
-    """The adapter surface Step 6 uses, answering from the script."""
+    """The adapter surface Step 6 uses, answering from the script (and, for a later
+    submission of the same run, T.4's second one, from ``later``)."""
 
     script: list[Step]
     store_root: Path
@@ -137,23 +138,33 @@ class ScriptedTarget:
     submitted: list[str] = field(default_factory=list)
     observation: ScriptedObservation | None = None
     store: Store | None = None
+    later: list[list[Step]] = field(default_factory=list)  # the scripts of later submissions
+    jobs: list[Job] = field(default_factory=list)  # as submitted, with their YAML
+    manifests: list[str] = field(default_factory=list)
+    observations: dict[str, ScriptedObservation] = field(default_factory=dict)
 
     def submit(self, job: Job, manifest: str) -> JobRef:
         if self.refuse:
             raise SubmitRejected(self.refuse)
         self.t0 = self.clock.now
         self.submitted.append(str(job.name))
+        self.jobs.append(job)
+        self.manifests.append(manifest)
         return JobRef(str(job.name), job.namespace or "rlinf-acceptance", "uid-1")
 
     def list_jobs(self, namespace: str) -> list[str]:
         return list(self.submitted) if self.listed else []
 
     def observe(self, ref: JobRef) -> ScriptedObservation:
-        self.observation = ScriptedObservation(self.clock, self.t0, self.script)
+        n = self.submitted.index(ref.name) if ref.name in self.submitted else 0
+        script = self.script if n == 0 else self.later[n - 1]
+        self.observation = ScriptedObservation(self.clock, self.t0, script)
+        self.observations[ref.name] = self.observation
         return self.observation
 
     def pods(self, ref: JobRef) -> list[PodStatus]:
-        seen = self.observation.seen if self.observation else []
+        observed = self.observations.get(ref.name, self.observation)
+        seen = observed.seen if observed else []
         last = [h.pod for h in seen if h.pod is not None][-1:]
         return last + [
             replace(p, name=f"{p.name}-{i}") for p in last for i in range(self.extra_pods)

@@ -58,8 +58,10 @@ def test_real_rlinf_passes_every_check(tmp_path: Path) -> None:
     run = run_profile(tmp_path / "reports", "-m", AS_IT_IS)
     s = run.summary
     assert run.returncode == 0, run.explain()
-    # The page's 41, the training's 3 and B.1 (the stages against the profile's history).
-    assert s["verdict"] == "passed" and len(s["checks"]) == 45, s["checks"]
+    # The page's 41, the training's 3 and B.1 (the stages against the profile's history);
+    # T.4, opt-in, not selected.
+    assert s["verdict"] == "passed" and len(s["checks"]) == 46, s["checks"]
+    assert s["checks"].pop("T.4") == "skipped", s["checks"]
     assert set(s["checks"].values()) == {"passed"}, s["checks"]
     assert {c: s["checks"][c] for c in ("T.1", "T.2", "T.3")} == dict.fromkeys(
         ("T.1", "T.2", "T.3"), "passed"
@@ -188,7 +190,7 @@ def test_real_rlinf_whose_training_diverges_is_red_at_t_1_t_2_and_t_3(tmp_path: 
     assert run.returncode == 1, run.explain()
     first = s["earliestFailure"]
     assert s["verdict"] == "failed" and first["check"] == "T.1", s
-    page = [c for c in s["checks"] if c not in (*TRAINING, "B.1")]
+    page = [c for c in s["checks"] if c not in (*TRAINING, "T.4", "B.1")]  # T.4: opt-in, off
     assert {c: s["checks"][c] for c in page} == dict.fromkeys(page, "passed"), s["checks"]
     assert s["checks"]["B.1"] == "notReached", s["checks"]  # no stages of a failed run to hold
     assert {c: s["checks"][c] for c in TRAINING} == dict.fromkeys(TRAINING, "failed"), s

@@ -169,6 +169,54 @@ def test_a_run_that_trained_garbage_is_not_accepted_in_every_form_a_user_reads(
     assert_rendered_red(run, check)
 
 
+# -- T.4: a second submission that does not resume ----------------------------------------
+
+RESUME_SCENARIO = "a second submission resumes from the run's last checkpoint"
+
+
+def test_a_second_submission_that_does_not_resume_is_not_accepted_in_every_form_a_user_reads(
+    tmp_path: Path,
+) -> None:
+    """The profile turns T.4 on; its run passes every check of the page and T.1-T.3, and
+    the second submission, told by runner.resume_dir to resume from global_step_5, starts
+    again at step 1: T.4 names it in the record, the terminal, JUnit as CI parses it,
+    Allure and the rendered report, with what the second run showed."""
+    site = site_copy(tmp_path)
+    _run_command_adds(site, "smoke.ignore_resume=true")
+    with site.profile.open("a", encoding="utf-8") as f:
+        f.write("training:\n  resume: true\n")
+    run = run_suite(site, "-m", STEP6_ONLY)
+
+    first = assert_red_at(run, "T.4")
+    assert first["scenario"] == RESUME_SCENARIO
+    assert first["message"].startswith(
+        "the resumed run started at step 1, not 6: runner.resume_dir was not honoured "
+        "(│ Global Step:    1/7 │"
+    ), first["message"]
+    checks = run.summary["checks"]
+    assert all(checks[c] == "passed" for c in [*RUNTIME, "T.1", "T.2", "T.3"]), checks
+    training = run.summary["training"]
+    assert training["checks"] == ["T.1", "T.2", "T.3", "T.4"], training
+    resume = training["resume"]
+    assert resume["job"].endswith(f"{run.summary['runId']}-resume"), resume
+    assert resume["from"]["step"] == 5, resume
+    assert resume["from"]["dir"] == "/mnt/ckpt/logs/smoke_ppo_mlp/checkpoints/global_step_5"
+    # Decided at its first step: the second Worker was deleted there, at step 1 of 7.
+    assert (resume["target"], resume["started"], resume["reached"]) == (7, 1, 1), resume
+    assert resume["said"] is None and resume["weightsAtStart"] is None, resume
+    # A red run keeps what it wrote, both submissions' alike, and says where.
+    kept = run.summary["outputs"]["kept"]
+    assert kept and kept.startswith("s3://"), run.summary["outputs"]
+    # The terminal: the failure's line names T.4, with the doc's remedy (assert_red_at).
+    assert f"[T.4] {first['message'][:60]}" in run.output, run.output[-3000:]
+    result = assert_allure_failure(run, RESUME_SCENARIO, "T.4")
+    assert ("severity", "critical") in {(x["name"], x["value"]) for x in result["labels"]}
+    assert "Global Step:    1/7" in run.attachment(result, "resumed Worker log (excerpt)")
+    text = junit_failure(run, "T.4")
+    assert remedy("T.4") in text and "started at step 1, not 6" in text, text
+    assert_rendered_red(run, "T.4")
+
+
 # -- the pre-flight: one broken section each, Step 6 never starts -------------------------
 
 PREFLIGHT_MISTAKES = [
@@ -427,7 +475,8 @@ def test_green_then_red_then_interrupted_in_one_reports_dir(tmp_path: Path) -> N
     s = run.summary
     assert run.returncode == 0, run.explain()
     assert s["verdict"] == "passed" and s["earliestFailure"] is None
-    assert set(s["checks"].values()) == {"passed"}, s["checks"]
+    # Every check passed but T.4, opt-in: no scenario of it was selected.
+    assert s["checks"].pop("T.4") == "skipped" and set(s["checks"].values()) == {"passed"}, s
     assert s["notReached"] == [] and s["interrupted"] is False
     assert {"submit", "scheduled", "rayHead", "firstSignal", "output"} <= set(s["durations"])
     assert s["outputs"]["checkpoint"] and s["outputs"]["steps"], s.get("outputs")

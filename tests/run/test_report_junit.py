@@ -186,6 +186,20 @@ def test_the_terminal_lists_inconclusive_self_checks_and_where_a_run_stopped() -
     assert "interrupted during [6.2] scenario p-6.2 (step: Then a Pod)" in lines
 
 
+def test_the_terminal_counts_an_opt_in_check_not_selected_apart_from_the_training() -> None:
+    """A default run selects no scenario of T.4 (opt-in): the training's line counts the
+    three it ran, T.4 among those not selected."""
+    from rlark_acceptance.model.doc_checks import ALL_CHECKS
+
+    r = RunReport("p.yaml")
+    _add(r, "all", [c.id for c in ALL_CHECKS if c.id != "T.4"]).finish("passed")
+    (line, *_) = writers.terminal_lines(r.summary(), Path("run-summary.json"))
+    assert "1 not selected (the page's 41/41, the training's 3/3 passed" in line, line
+    _add(r, "resume", ["T.4"]).finish("failed", message="the resumed run started at step 1")
+    (line, *_) = writers.terminal_lines(r.summary(), Path("run-summary.json"))
+    assert "0 not selected (the page's 41/41, the training's 3/4 passed" in line, line
+
+
 def test_a_planted_hf_token_keeps_its_name_in_the_record(tmp_path: Path) -> None:
     """The pre-flight names the variable; the record's redaction must not take the name
     away with the value (``secret-huggingface-token: ***`` said neither)."""

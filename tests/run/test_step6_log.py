@@ -142,3 +142,46 @@ def test_the_record_keeps_a_bounded_head_and_tail_of_any_log() -> None:
     assert tail.count == 100_000 and len(kept) == LogTail.HEAD + LogTail.TAIL
     assert kept[0] == "line 0" and kept[-1] == "line 99999" and tail.last == "line 99999"
     assert tail.omitted == 100_000 - len(kept)
+
+
+def test_the_step_counter_keeps_the_first_step_and_the_highest() -> None:
+    """Where a resumed run started (T.4) is its first step line, kept beside the highest."""
+    from rlark_acceptance.model.training import DEFAULT_STEP_PATTERN
+    from rlark_acceptance.run.step6.log import StepCounter
+
+    counter = StepCounter(re.compile(DEFAULT_STEP_PATTERN))
+    rows = [f"│ Global Step: {n:4d}/7 │ Progress: ██ │" for n in (6, 7)]
+    counter.feed(["Loaded 6 actor tensors", rows[0]], "\n".join(["x", rows[0]]), at=3.0)
+    counter.feed([rows[1]], rows[1], at=4.0)
+    assert (counter.first, counter.first_at, counter.first_line) == (6, 3.0, rows[0])
+    assert (counter.step, counter.at, counter.total) == (7, 4.0, 7)
+
+
+@pytest.mark.parametrize(
+    ("line", "resumed_from"),
+    [
+        (
+            "[INFO 23:21:04 RLinf] Resuming training from checkpoint directory /mnt/ckpt/nope.",
+            "/mnt/ckpt/nope",
+        ),
+        (
+            "Resuming training from checkpoint directory /mnt/c/checkpoints/global_step_5.",
+            "/mnt/c/checkpoints/global_step_5",
+        ),
+        ("INFO:root:Load from checkpoint folder: /mnt/c/global_step_40", "/mnt/c/global_step_40"),
+    ],
+)
+def test_a_resumed_runs_log_says_where_it_resumed_from(line: str, resumed_from: str) -> None:
+    """RLinf's embodied / SFT runners and its reasoning runners say it each their own way;
+    only a log read for a resumed run (T.4) is searched for it."""
+    from rlark_acceptance.run.step6.log import LogReader
+
+    reader = LogReader(None, resume=True)
+    digest = "ab" * 32
+    reader.feed_lines(
+        [RAY, "started", line, f"smoke: actor weights at start: sha256 {digest}"], 0, 1.0
+    )
+    assert reader.resume is not None
+    assert reader.resume.resumed_from == resumed_from and reader.resume.line == line.strip()
+    assert reader.resume.digest == digest
+    assert LogReader(None).resume is None

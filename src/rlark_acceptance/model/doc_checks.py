@@ -78,6 +78,7 @@ class CheckId:
     STEPS_ADVANCE: Final = "T.1"
     METRICS_REAL: Final = "T.2"
     CHECKPOINT_TRAINED: Final = "T.3"
+    RESUMES: Final = "T.4"  # opt-in: a second submission resumes from the checkpoint
 
     # Release over release (``BUDGETS`` below): the Step 6 stages against the profile's
     # budgets and the history of its earlier runs. ``B.`` is no section of the page either.
@@ -406,8 +407,9 @@ CHECKS: tuple[DocCheck, ...] = (
 
 # Checks of the training itself, after the page's: a run can pass all 41 while it trains
 # garbage (non-finite losses, a stall after its first step, weights that never change, an
-# earlier run's checkpoint). Each is on by default for a workload that trains and switchable
-# in the profile's ``training:``; they come after 6.5 in the troubleshooting order.
+# earlier run's checkpoint). T.1-T.3 are on by default for a workload that trains, T.4 (a
+# second submission that resumes from the checkpoint) is opt-in; each is switchable in the
+# profile's ``training:``; they come after 6.5 in the troubleshooting order.
 TRAINING_SECTION = "训练检查 Training checks (beyond the page)"
 
 TRAINING: tuple[DocCheck, ...] = (
@@ -440,6 +442,18 @@ TRAINING: tuple[DocCheck, ...] = (
         "(optimizer, learning rate, a frozen model, a rollout that yields nothing); a "
         "checkpoint older than the run is an earlier run's: give each run an output "
         "location of its own",
+    ),
+    DocCheck(
+        "T.4",
+        TRAINING_SECTION,
+        "runtime",
+        "a second submission with runner.resume_dir resumes from the run's last checkpoint at "
+        "the next step and reaches its target (opt-in)",
+        "Training: a run that starts again at step 1 never got or never honoured "
+        "runner.resume_dir: make the run command pass it to RLinf's entry point (a launch "
+        "script may drop further arguments) and check that the image's RLinf loads the actor "
+        "from it; a resume path error needs the global_step_<N> directory the first run wrote, "
+        "as the store lists it, on the same mount",
     ),
 )
 

@@ -112,7 +112,7 @@ class Profile:
     real_robot_confirmed: bool
     timeouts: Timeouts
     job_normaliser: str | None = None  # a site's own reader of its console's Job YAML
-    training: TrainingSpec = field(default_factory=TrainingSpec)  # T.1-T.3
+    training: TrainingSpec = field(default_factory=TrainingSpec)  # T.1-T.4
     budgets: Budgets = field(default_factory=Budgets)  # B.1: seconds per Step 6 stage
     history: HistorySpec = field(default_factory=HistorySpec)  # B.1: the earlier runs
 

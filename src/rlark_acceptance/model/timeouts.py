@@ -22,7 +22,7 @@ class Bound(Enum):
     RAY_HEAD = "rayHead"  # 6.3: Ray's start-up and the run script's first line
     FIRST_SIGNAL = "firstSignal"  # 6.4: the profile's first-signal regex in the log
     OUTPUT = "output"  # 6.5: an intact checkpoint at the expected location
-    TRAINING = "training"  # T.1: the run reaches the steps its config asks for
+    TRAINING = "training"  # T.1: the run reaches the steps its config asks for (T.4: resumed)
     # Not a phase: how long the run may go without a new step before T.1 calls it stalled
     # (and, after its last step, how long the Worker may take to end before T.2 reads).
     PROGRESS = "progress"

@@ -1,13 +1,17 @@
 """The profile's ``training:`` (docs/contract.md §2): the checks of the training itself,
 beyond the page (T.1 the steps advance, T.2 the metrics are real, T.3 the checkpoint is this
-run's and trained), and what the profile expects of them.
+run's and trained, T.4 a second submission resumes from it), and what the profile expects of
+them.
 
-All three are on by default: a platform release that turns the loss into NaN or stalls the
+T.1-T.3 are on by default: a platform release that turns the loss into NaN or stalls the
 run after its first step passes every check of the page. ``training: false`` (or
-``checks: []``) turns them off for a workload that does not train.
+``checks: []``) turns them off for a workload that does not train. T.4 costs a second
+submission, so it is opt-in: ``resume: true`` (or T.4 in ``checks``) turns it on, as does
+selecting its scenario by its tag (``-m resume``).
 
     training:
       checks: [T.1, T.2, T.3]        # the default; a subset runs only those
+      resume: true                   # T.4 on; or {steps: 3}: the steps past the checkpoint
       steps: 5                       # T.1: the steps to reach (default: the validated config's)
       stepPattern: 'Global Step:\\s*(\\d+)/(\\d+)'   # T.1: group 1 the step, group 2 the total
       tensorboard: /mnt/ckpt/logs/tensorboard     # T.2: where the events are (a Worker path)
@@ -23,7 +27,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from rlark_acceptance.model.doc_checks import TRAINING
+from rlark_acceptance.model.doc_checks import TRAINING, CheckId
 from rlark_acceptance.model.errors import InputError
 from rlark_acceptance.model.yamlsrc import YamlDoc, refuse_unknown
 
@@ -33,7 +37,12 @@ Aggregate = Literal["min", "max", "mean"]
 # and the tqdm bar of its reasoning / agent / SFT runners (``Global Step:  40%|██ | 2/5``).
 DEFAULT_STEP_PATTERN: Final = r"Global Step:?\s*(?:\d+%\|[^|]*\|\s*)?(\d+)\s*/\s*(\d+)"
 
+# Every training check a profile may name; those on unless it says otherwise; the steps the
+# second submission of T.4 trains past the checkpoint it resumes from, unless it says.
 TRAINING_IDS: Final = tuple(c.id for c in TRAINING)
+OPT_IN: Final = (CheckId.RESUMES,)
+DEFAULT_CHECKS: Final = tuple(c for c in TRAINING_IDS if c not in OPT_IN)
+DEFAULT_RESUME_STEPS: Final = 2
 
 
 @dataclass(frozen=True)
@@ -60,11 +69,12 @@ class Expectation:
 
 @dataclass(frozen=True)
 class TrainingSpec:
-    checks: frozenset[str] = frozenset(TRAINING_IDS)
+    checks: frozenset[str] = frozenset(DEFAULT_CHECKS)
     steps: int | None = None
     step_pattern: re.Pattern[str] = field(default=re.compile(DEFAULT_STEP_PATTERN))
     tensorboard: str | None = None
     expect: tuple[Expectation, ...] = ()
+    resume_steps: int = DEFAULT_RESUME_STEPS  # T.4: the second submission's steps past N
 
     def on(self, check: str) -> bool:
         return check in self.checks
@@ -72,7 +82,7 @@ class TrainingSpec:
 
 OFF: Final = TrainingSpec(checks=frozenset())
 
-_KEYS = ("checks", "steps", "stepPattern", "tensorboard", "expect")
+_KEYS = ("checks", "steps", "stepPattern", "tensorboard", "expect", "resume")
 _EXPECT_KEYS = ("tag", "agg", "last", "above", "below")
 
 
@@ -86,13 +96,46 @@ def parse_training(doc: YamlDoc) -> TrainingSpec:
     if not isinstance(raw, dict):
         raise InputError(str(doc.loc("training")), "training must be a mapping, true or false")
     refuse_unknown(doc, "training", raw, _KEYS)
+    checks = _checks(doc, raw.get("checks", list(DEFAULT_CHECKS)))
+    resume, resume_steps = _resume(doc, raw.get("resume"))
+    if resume is False and CheckId.RESUMES in checks:
+        raise InputError(
+            str(doc.loc("training", "resume")),
+            f"training.resume is false, but training.checks names {CheckId.RESUMES}",
+        )
     return TrainingSpec(
-        checks=_checks(doc, raw.get("checks", list(TRAINING_IDS))),
+        checks=checks | {CheckId.RESUMES} if resume else checks,
         steps=_positive_int(doc, raw.get("steps"), "steps"),
         step_pattern=_pattern(doc, raw.get("stepPattern")),
         tensorboard=_container_path(doc, raw.get("tensorboard")),
         expect=_expectations(doc, raw.get("expect", [])),
+        resume_steps=resume_steps,
     )
+
+
+def _resume(doc: YamlDoc, value: Any) -> tuple[bool | None, int]:
+    """``resume: true | false | {steps: k}``: whether T.4 is on (None: not said), and the
+    steps its second submission trains past the checkpoint."""
+    if value is None or isinstance(value, bool):
+        return value, DEFAULT_RESUME_STEPS
+    if not isinstance(value, dict):
+        raise InputError(
+            str(doc.loc("training", "resume")),
+            "training.resume must be true, false or {steps: N}",
+        )
+    for key in value:
+        if key != "steps":
+            raise InputError(
+                str(doc.loc("training", "resume", key)),
+                f"training.resume.{key} is not a resume setting: steps",
+            )
+    steps = value.get("steps", DEFAULT_RESUME_STEPS)
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise InputError(
+            str(doc.loc("training", "resume", "steps")),
+            "training.resume.steps must be a positive whole number",
+        )
+    return True, steps
 
 
 def _checks(doc: YamlDoc, value: Any) -> frozenset[str]:
@@ -183,8 +226,11 @@ def _expectation(doc: YamlDoc, item: Any, i: int) -> Expectation:
 
 
 __all__ = [
+    "DEFAULT_CHECKS",
+    "DEFAULT_RESUME_STEPS",
     "DEFAULT_STEP_PATTERN",
     "OFF",
+    "OPT_IN",
     "TRAINING_IDS",
     "Expectation",
     "TrainingSpec",

@@ -31,10 +31,11 @@ def submit_and_confirm(
     on_progress: Callable[[Progress], None] | None = None,
     delete_after: bool = True,
     run_id: str | None = None,
+    resume: bool = False,
 ) -> RunRecord:
     """Step 6 for the Job the pre-flight read, whatever the pre-flight said, as run
-    ``run_id`` (a new one by default)."""
-    plan = plan_for(pre, run_id=run_id, delete_after=delete_after)
+    ``run_id`` (a new one by default); ``resume``: T.4 on, whatever the profile says."""
+    plan = plan_for(pre, run_id=run_id, delete_after=delete_after, resume=resume)
     try:
         return confirm_running(
             adapter, plan, on_phase=on_phase, on_progress=on_progress or progress.emit
@@ -50,17 +51,19 @@ def accept(
     on_phase: Callable[[PhaseResult], None] | None = None,
     run_id: str | None = None,
     redactor: Redactor | None = None,
+    resume: bool = False,
 ) -> AcceptanceRun:
     """What a release engineer runs: nothing is submitted unless the pre-flight passes.
 
     ``redactor`` is the run's (the session's, in the suite): the pre-flight's scans fill it.
+    ``resume``: T.4 on, whatever the profile says (its scenario was selected by its tag).
     On SIGINT / SIGTERM, ``Interrupted`` carries this run (``.run``) up to the caller.
     """
     pre = preflight_profile(profile, redactor=redactor)
     if pre.verdict != "pass":
         return AcceptanceRun(pre, None)
     try:
-        rec = submit_and_confirm(adapter, pre, on_phase=on_phase, run_id=run_id)
+        rec = submit_and_confirm(adapter, pre, on_phase=on_phase, run_id=run_id, resume=resume)
         return AcceptanceRun(pre, rec)
     except Interrupted as exc:
         exc.run = AcceptanceRun(pre, exc.record)

@@ -44,7 +44,7 @@ def attach(body: str, name: str, kind: str, redactor: Redactor) -> None:
 def attach_evidence(seen: dict[str, Any], redactor: Redactor) -> None:
     """What explains a failure, from the values the scenario's steps produced: the Job YAML
     (the user's file, so finding lines match), the pre-flight findings, the effective RLinf
-    config, the Worker log excerpt, the Pods and events."""
+    config, the Worker log excerpt (and T.4's second Worker's), the Pods and events."""
     run = seen.get("fault_run") or seen.get("run")
     pre = seen.get("preflight") or getattr(run, "preflight", None)
     if pre is not None:
@@ -61,6 +61,11 @@ def attach_evidence(seen: dict[str, Any], redactor: Redactor) -> None:
             attach(path.read_text(encoding="utf-8"), "Job YAML", "yaml", redactor)
     if run is not None and getattr(run, "record", None) is not None:
         attach(run.record.log_excerpt(), "Worker log (excerpt)", "text", redactor)
+        # T.4's second submission: its own Worker's log.
+        resumed = getattr(run.record, "resumed", None)
+        if resumed is not None:
+            excerpt = resumed.record.log_excerpt()
+            attach(excerpt, "resumed Worker log (excerpt)", "text", redactor)
         dump = pods_and_events_json(run)
         if dump is not None:
             attach(dump, "Pods and events", "json", redactor)

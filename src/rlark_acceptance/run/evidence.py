@@ -23,6 +23,16 @@ from rlark_acceptance.run.step6.plan import manifest_of
 NOT_REACHED = "not reached"  # how a step says its check was never reached (a skip reason)
 # How a step says a training check is off (``training:`` of the profile): skipped, not failed.
 TRAINING_OFF = "off: the profile's training.checks leave it out"
+# ... and the opt-in one, which no default run makes (a second submission of its own).
+RESUME_OFF = (
+    "off: opt-in (a second submission); the profile's training.resume: true turns it on, "
+    "as does selecting its scenario by its tag (-m resume)"
+)
+
+
+def off_reason(check: str) -> str:
+    """Why a training check the run does not decide is skipped."""
+    return RESUME_OFF if check == CheckId.RESUMES else TRAINING_OFF
 
 
 def preflight_results(pre: PreflightResult, checks: list[str]) -> list[CheckResult]:
@@ -59,7 +69,7 @@ def run_results(run: AcceptanceRun, checks: list[str]) -> list[CheckResult]:
     for check in checks:
         p = run.record.phases.get(check)
         if check in TRAINING_IDS and check not in run.record.training:
-            out.append(CheckResult(check, "skipped", TRAINING_OFF))  # the profile's choice
+            out.append(CheckResult(check, "skipped", off_reason(check)))  # the profile's choice
         elif p is None or p.status not in ("passed", "failed"):  # skipped / not reached
             failed = run.record.earliest_failure
             why = f"{NOT_REACHED}: {failed.check} failed" if failed else NOT_REACHED

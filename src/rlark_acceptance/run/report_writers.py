@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rlark_acceptance.model.doc_checks import ALL_CHECKS, BUDGETS, BY_ID, CheckId, earliest
-from rlark_acceptance.model.training import TRAINING_IDS
+from rlark_acceptance.model.training import OPT_IN, TRAINING_IDS
 from rlark_acceptance.rlinf.failures import class_in
 from rlark_acceptance.run.report import Kind, RunReport, ScenarioRecord
 from rlark_acceptance.run.report import hint as remedy
@@ -358,8 +358,13 @@ def terminal_lines(data: dict[str, Any], path: Path) -> list[str]:
         s: sum(1 for v in data["checks"].values() if v == s)
         for s in ("passed", "failed", "notReached", "skipped")
     }
-    training = [c for c in data["checks"] if c in TRAINING_IDS]
-    beyond = set(training) | {c.id for c in BUDGETS}
+    # An opt-in training check not selected (T.4) is no training check of this run.
+    training = [
+        c
+        for c in data["checks"]
+        if c in TRAINING_IDS and not (c in OPT_IN and data["checks"][c] == "skipped")
+    ]
+    beyond = set(TRAINING_IDS) | {c.id for c in BUDGETS}
     page = [c for c in data["checks"] if c not in beyond]
     passed_page = sum(1 for c in page if data["checks"][c] == "passed")
     passed_training = sum(1 for c in training if data["checks"][c] == "passed")

@@ -64,9 +64,13 @@ def step_row(n: int, total: int) -> str:
     return _row(f"│ Global Step: {n:4d}/{total} │ Progress: {bar} │ {pct:5.1f}%")
 
 
-def format_table(n: int, total: int, elapsed: float, metrics: Mapping[str, object]) -> str:
-    """The table after global step ``n`` of ``total`` (1-based), as one multi-line text."""
-    eta = elapsed / n * (total - n) if n else 0.0
+def format_table(
+    n: int, total: int, elapsed: float, metrics: Mapping[str, object], start: int = 0
+) -> str:
+    """The table after global step ``n`` of ``total`` (1-based), as one multi-line text;
+    ``start``: the step the run resumed from (its elapsed time covers the steps after it)."""
+    done = n - start
+    eta = elapsed / done * (total - n) if done > 0 else 0.0
     lines = [
         "",
         f"╭{'─' * (WIDTH - 2)}╮",
@@ -74,7 +78,7 @@ def format_table(n: int, total: int, elapsed: float, metrics: Mapping[str, objec
         step_row(n, total),
         _row(
             f"│ Elapsed: {_clock(elapsed)} │ ETA: {_clock(eta)} │ "
-            f"Step Time: {elapsed / max(n, 1):.3f}s"
+            f"Step Time: {elapsed / max(done, 1):.3f}s"
         ),
     ]
     col = (WIDTH - 4) // 3

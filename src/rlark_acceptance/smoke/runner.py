@@ -1,7 +1,11 @@
 """The training loop: RLinf's EmbodiedRunner reduced to what a smoke run needs.
 
 Same step semantics as RLinf (``max_steps`` capped by ``max_epochs``; ``check_progress``
-for when to save), same checkpoint layout, same TensorBoard location.
+for when to save), same checkpoint layout, same TensorBoard location, same resume: with
+``runner.resume_dir`` (a ``.../checkpoints/global_step_N`` folder) the actor is loaded from
+its ``actor/`` and the run goes on at step N+1 (RLinf's ``init_workers``); it then prints the
+digest of the actor's weights at start, which RLinf does not, for T.4 to compare with the
+checkpoint's.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from typing import Any
 
 from rlark_acceptance.smoke.progress import format_table
 from rlark_acceptance.smoke.spec import SmokeSpec
-from rlark_acceptance.smoke.workers import ActorWorker, EnvWorker, RolloutWorker
+from rlark_acceptance.smoke.workers import WEIGHTS_FILE, ActorWorker, EnvWorker, RolloutWorker
 
 
 def compute_max_steps(runner: dict[str, Any]) -> int:
@@ -78,10 +82,11 @@ def run(cfg: dict[str, Any]) -> None:
     max_steps = compute_max_steps(runner_cfg)
     save_interval = int(runner_cfg.get("save_interval", -1))
     ckpt_root = checkpoints_dir(cfg)
+    start_step = resume(actor, runner_cfg.get("resume_dir"), spec)
     metric_logger = MetricLogger(cfg)
     start = time.monotonic()
     try:
-        for global_step in range(1, max_steps + 1):
+        for global_step in range(start_step + 1, max_steps + 1):
             t0 = time.monotonic()
             # update_rollout_weights, then generate_rollouts, as in RLinf's runner
             ray.get(rollout.sync_model_from_actor.remote(actor.get_weights.remote()))
@@ -98,7 +103,8 @@ def run(cfg: dict[str, Any]) -> None:
                 ray.get(actor.save_checkpoint.remote(str(path), global_step))
                 print(f"Saved checkpoint: {path}", flush=True)
             metric_logger.log(metrics, global_step)
-            table = format_table(global_step, max_steps, time.monotonic() - start, metrics)
+            elapsed = time.monotonic() - start
+            table = format_table(global_step, max_steps, elapsed, metrics, start_step)
             print(table, flush=True)
             if spec.stall_after_step is not None and global_step >= spec.stall_after_step:
                 metric_logger.flush()
@@ -109,6 +115,28 @@ def run(cfg: dict[str, Any]) -> None:
         raise
     finally:
         metric_logger.finish()
+
+
+def resume(actor: Any, resume_dir: Any, spec: SmokeSpec) -> int:
+    """The step a run with ``runner.resume_dir`` goes on from, its actor loaded from the
+    folder's ``actor/``, as RLinf's embodied runner does (0: no resume). The smoke's fault
+    knobs: ``smoke.ignore_resume`` starts at step 1 anyway (a runner that never reads the
+    key), ``smoke.skip_resume_weights`` takes the step but keeps the initial weights."""
+    import ray
+
+    if resume_dir is None or spec.ignore_resume:
+        return 0
+    resume_dir = str(resume_dir)
+    print(f"Resuming training from checkpoint directory {resume_dir}.", flush=True)
+    actor_path = os.path.join(resume_dir, "actor")
+    if not os.path.exists(actor_path):  # RLinf's own assertion, word for word
+        raise AssertionError(f"resume_dir {actor_path} does not exist.")
+    if not spec.skip_resume_weights:
+        tensors = ray.get(actor.load_checkpoint.remote(actor_path))
+        print(f"Loaded {tensors} actor tensors from {actor_path}", flush=True)
+    digest = ray.get(actor.weights_digest.remote(f"actor/{WEIGHTS_FILE.as_posix()}"))
+    print(f"smoke: actor weights at start: sha256 {digest}", flush=True)
+    return int(resume_dir.split("global_step_")[-1])
 
 
 def stall(seconds: float) -> None:

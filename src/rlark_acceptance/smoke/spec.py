@@ -54,6 +54,8 @@ class SmokeSpec:
     stall_seconds: float
     kill_actors_on_failure: bool
     write_optimizer_state: bool
+    ignore_resume: bool
+    skip_resume_weights: bool
     actor_group: str
     rollout_group: str
     env_group: str
@@ -85,6 +87,8 @@ class SmokeSpec:
             stall_seconds=float(_get(cfg, "smoke.stall_seconds", 3600.0)),
             kill_actors_on_failure=bool(_get(cfg, "smoke.kill_actors_on_failure", False)),
             write_optimizer_state=bool(_get(cfg, "smoke.write_optimizer_state", True)),
+            ignore_resume=bool(_get(cfg, "smoke.ignore_resume", False)),
+            skip_resume_weights=bool(_get(cfg, "smoke.skip_resume_weights", False)),
             actor_group=str(_get(cfg, "actor.group_name", "ActorGroup")),
             rollout_group=str(_get(cfg, "rollout.group_name", "RolloutGroup")),
             env_group=str(_get(cfg, "env.group_name", "EnvGroup")),

@@ -99,6 +99,16 @@ class Adam:
             v_hat = v / (1 - self.beta2**self.t)
             p[k] = (p[k] - self.lr * m_hat / (np.sqrt(v_hat) + self.eps)).astype(np.float32)
 
+    def load_state_tensors(self, state: Params) -> None:
+        """The state ``state_tensors`` wrote, back into this optimizer (a resumed run's)."""
+        self.t = int(state["step"][0]) if "step" in state else 0
+        for name, value in state.items():
+            key, _, moment = name.removeprefix("state.").rpartition(".")
+            if name.startswith("state.") and moment == "exp_avg":
+                self.m[key] = value.astype(np.float32)
+            elif name.startswith("state.") and moment == "exp_avg_sq":
+                self.v[key] = value.astype(np.float32)
+
     def state_tensors(self) -> Params:
         """Optimizer state as flat named tensors (exp_avg / exp_avg_sq as torch names them)."""
         out: Params = {"step": np.array([self.t], dtype=np.int64)}

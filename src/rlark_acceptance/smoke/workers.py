@@ -6,16 +6,48 @@ reserve CPUs, so it cannot deadlock on a 2-core machine that other jobs share.
 
 from __future__ import annotations
 
+import hashlib
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
+from safetensors.numpy import load_file
 
 from rlark_acceptance.smoke import toy
 from rlark_acceptance.smoke.atomic import write_safetensors
 from rlark_acceptance.smoke.spec import SmokeSpec
 
 PRODUCER = "rlark-acceptance smoke workload (CPU stand-in for RLinf, not RLinf)"
+WEIGHTS_FILE = Path("model_state_dict") / "full_weights.safetensors"
+OPTIM_FILE = Path("optim_state_dict") / "optim.safetensors"
+# numpy's dtype names as safetensors (and the harness's record) name them.
+SAFETENSORS_DTYPES = {
+    "float64": "F64",
+    "float32": "F32",
+    "float16": "F16",
+    "int64": "I64",
+    "int32": "I32",
+    "int16": "I16",
+    "int8": "I8",
+    "uint8": "U8",
+    "bool": "BOOL",
+}
+
+
+def weights_digest(tensors: Mapping[str, np.ndarray], key: str) -> str:
+    """The digest the harness's record gives a checkpoint's model weights, of ``tensors`` as
+    if saved in the file ``key`` (relative to the ``global_step_N`` folder): SHA-256 over
+    ``<key>\\0<name>\\0<dtype>\\0<shape>\\0<SHA-256 of its bytes>\\n`` in name order. What
+    a resumed run prints of the weights it holds at start, for T.4 to compare with the
+    checkpoint it was told to resume from."""
+    h = hashlib.sha256()
+    for name in sorted(tensors):
+        a = np.ascontiguousarray(tensors[name])
+        own = hashlib.sha256(a.tobytes()).hexdigest()
+        dtype = SAFETENSORS_DTYPES[a.dtype.name]
+        h.update(f"{key}\0{name}\0{dtype}\0{list(a.shape)}\0{own}\n".encode())
+    return h.hexdigest()
 
 
 class EnvWorker:
@@ -64,6 +96,27 @@ class ActorWorker:
     def get_weights(self) -> toy.Params:
         return self.params
 
+    def weights_digest(self, key: str) -> str:
+        return weights_digest(self.params, key)
+
+    def load_checkpoint(self, load_path: str) -> int:
+        """The weights (and optimizer state, where saved) ``save_checkpoint`` wrote under
+        ``load_path``, as RLinf's actor loads ``<resume_dir>/actor``; returns how many
+        tensors. A checkpoint of another model (a name or shape this one lacks) is refused."""
+        loaded = load_file(str(Path(load_path) / WEIGHTS_FILE))
+        for name, value in self.params.items():
+            if name not in loaded or loaded[name].shape != value.shape:
+                got = loaded[name].shape if name in loaded else "missing"
+                raise ValueError(
+                    f"{load_path}: {name} is {got}, this actor's is {value.shape}: not its "
+                    "checkpoint"
+                )
+        self.params = {name: loaded[name].astype(np.float32) for name in self.params}
+        optim = Path(load_path) / OPTIM_FILE
+        if optim.is_file():
+            self.optim.load_state_tensors(load_file(str(optim)))
+        return len(self.params)
+
     def run_training(self, batch: dict[str, np.ndarray], rewards: np.ndarray, step: int) -> dict:
         """One PPO update on a batch; ``step`` is the global step being produced (1-based)."""
         spec = self.spec
@@ -107,17 +160,7 @@ class ActorWorker:
         """
         meta = {"global_step": str(global_step), "producer": PRODUCER, "pid": str(os.getpid())}
         root = Path(save_path)
-        written = [
-            write_safetensors(
-                root / "model_state_dict" / "full_weights.safetensors", self.params, meta
-            )
-        ]
+        written = [write_safetensors(root / WEIGHTS_FILE, self.params, meta)]
         if self.spec.write_optimizer_state:
-            written.append(
-                write_safetensors(
-                    root / "optim_state_dict" / "optim.safetensors",
-                    self.optim.state_tensors(),
-                    meta,
-                )
-            )
+            written.append(write_safetensors(root / OPTIM_FILE, self.optim.state_tensors(), meta))
         return [str(p) for p in written]

@@ -26,6 +26,7 @@ from rlark_acceptance.run.step6.plan import Step6Plan
 from rlark_acceptance.run.step6.printed_config import AsValidated, OneNode
 from rlark_acceptance.run.step6.ray_head import RayHead
 from rlark_acceptance.run.step6.record import PhaseResult, RunRecord
+from rlark_acceptance.run.step6.resume import resume
 from rlark_acceptance.run.step6.run_id import output_mount
 from rlark_acceptance.run.step6.scheduled import Scheduled
 from rlark_acceptance.run.step6.steps import StepsAdvance
@@ -52,6 +53,7 @@ def phases(
     The page's order, with the training checks where what they need is there: the steps
     (T.1) and the scalars (T.2) before 6.5 deletes the Worker (a run stopped at its first
     checkpoint proves nothing of its last step), the checkpoint's tensors (T.3) after it.
+    T.4 is no phase of this submission: a second one, made after these (``resume``).
     """
     t = plan.training
     awaited: list[Phase] = [Listed(plan.manifest), Scheduled(plan.expected_node), RayHead()]
@@ -88,6 +90,9 @@ def confirm_running(
     where = Outputs.before_submission(adapter, plan)
     awaited, along = phases(plan, where.expected, where.events)
     training = tuple(p.check for p in awaited if p.check in TRAINING_IDS)
+    resumes = plan.training is not None and plan.training.on(CheckId.RESUMES)
+    if resumes:
+        training += (CheckId.RESUMES,)  # after the others: a second submission of its own
     engine = Engine(
         adapter,
         RunRecord(job=plan.job, run_id=plan.run_id, training=training),
@@ -111,6 +116,13 @@ def confirm_running(
                 # that failed ends the run, as the page's troubleshooting order says.
                 if phase.check not in TRAINING_IDS:
                     raise
+        if resumes:
+            # 6.5 passed: the first run's checkpoint is there, its Worker deleted.
+            assert isinstance(where.expected, Location)
+            if engine.stream is not None:
+                engine.stream.close()
+                engine.stream = None
+            resume(adapter, plan, engine, where.expected, clock=clock, on_progress=on_progress)
     except PhaseFailed:
         pass
     except KeyboardInterrupt as exc:

@@ -130,6 +130,7 @@ class Engine:
         clock: Callable[[], float] = time.monotonic,
         on_phase: Callable[[PhaseResult], None] | None = None,
         on_progress: Callable[[Progress], None] | None = None,
+        resume: bool = False,
     ) -> None:
         self.adapter = adapter
         self.rec = record
@@ -138,7 +139,8 @@ class Engine:
         self.on_phase = on_phase
         self.on_progress = on_progress
         self.read_along = list(read_along)
-        self.seen = Observed(clock(), signal, record.log, steps)
+        # ``resume``: the Worker is a resumed run (T.4), whose log says where it resumed from
+        self.seen = Observed(clock(), signal, record.log, steps, resume=resume)
         self.stream: Stream | None = None
         self.settled = False  # the Worker's final state was collected (``settle``)
         self.worker_deleted = False

@@ -101,7 +101,8 @@ def matching_lines(
 
 class StepCounter:
     """The highest step the log has shown, when it first showed it, and the total it
-    printed. Nothing of the log is kept but the latest step line."""
+    printed; the first step it showed, and its line (where a resumed run started, T.4).
+    Nothing of the log is kept but those two lines."""
 
     def __init__(self, pattern: re.Pattern[str]) -> None:
         self.pattern = pattern
@@ -110,6 +111,9 @@ class StepCounter:
         self.total: int | None = None
         self.line: str | None = None
         self.at: float | None = None  # when the highest step was first read
+        self.first: int | None = None
+        self.first_line: str | None = None
+        self.first_at: float | None = None
 
     def feed(self, lines: Sequence[str], text: str, at: float) -> None:
         for i in matching_lines(lines, text, self._block, self._matches):
@@ -128,8 +132,54 @@ class StepCounter:
             return  # the profile's pattern matched something that is not a number
         if total is not None:
             self.total = total
+        if self.first is None:
+            self.first, self.first_at, self.first_line = step, at, line.strip()[:160]
         if self.step is None or step > self.step:
             self.step, self.at, self.line = step, at, line.strip()[:160]
+
+
+# What a resumed run says of its resume (T.4): RLinf's embodied and SFT runners
+# ("Resuming training from checkpoint directory D."), its reasoning runners ("Load from
+# checkpoint folder: D"); and the digest of the actor's weights as loaded, which the smoke
+# workload prints (RLinf prints none) in the form of the record's checkpoint digests.
+RESUMING = re.compile(
+    r"(?:Resuming training from checkpoint directory|Load from checkpoint folder:)\s+(\S+?)\.?\s*$"
+)
+WEIGHTS_AT_START = re.compile(r"actor weights at start: sha256 ([0-9a-f]{64})\b")
+
+
+class ResumeLines:
+    """Where the run said it resumed from, and the digest of its weights at start."""
+
+    def __init__(self) -> None:
+        self.resumed_from: str | None = None
+        self.line: str | None = None
+        self.digest: str | None = None
+
+    def feed(self, lines: Sequence[str], text: str) -> None:
+        if self.resumed_from is None:
+            found = first_line(lines, text, _RESUMING_BLOCK, _says_resuming)
+            if found is not None:
+                m = RESUMING.search(lines[found])
+                assert m is not None
+                self.resumed_from, self.line = m.group(1), lines[found].strip()[:300]
+        if self.digest is None:
+            found = first_line(lines, text, WEIGHTS_AT_START, _weights_at_start)
+            if found is not None:
+                m = WEIGHTS_AT_START.search(lines[found])
+                assert m is not None
+                self.digest = m.group(1)
+
+
+_RESUMING_BLOCK = block_pattern(RESUMING)
+
+
+def _says_resuming(line: str) -> bool:
+    return RESUMING.search(line) is not None
+
+
+def _weights_at_start(line: str) -> bool:
+    return WEIGHTS_AT_START.search(line) is not None
 
 
 class LogReader:
@@ -140,10 +190,15 @@ class LogReader:
     """
 
     def __init__(
-        self, signal: re.Pattern[str] | None, steps: re.Pattern[str] | None = None
+        self,
+        signal: re.Pattern[str] | None,
+        steps: re.Pattern[str] | None = None,
+        *,
+        resume: bool = False,
     ) -> None:
         self.signal = signal
         self.steps = StepCounter(steps or re.compile(DEFAULT_STEP_PATTERN))  # T.1
+        self.resume = ResumeLines() if resume else None  # T.4: a resumed run's log only
         self._signal_block = block_pattern(signal) if signal is not None else None
         # The config RLinf printed (parsed), once a ``{`` ... ``}`` block was JSON; blocks
         # that were not are counted (1.1 says so until a later block parses).
@@ -171,6 +226,8 @@ class LogReader:
         self.cause.feed(lines, first)
         self._read(lines, text, first, at)
         self.steps.feed(lines, text, at)
+        if self.resume is not None:
+            self.resume.feed(lines, text)
 
     def _errors(self, lines: Sequence[str], text: str) -> None:
         """Keep the last error line; an exception's own line outranks later mentions."""

@@ -79,6 +79,8 @@ class Observed:
         signal: re.Pattern[str] | None,
         tail: LogTail,
         steps: re.Pattern[str] | None = None,
+        *,
+        resume: bool = False,
     ) -> None:
         self.t0 = t0
         self.now = t0  # when the phases decide (the engine's clock)
@@ -89,7 +91,7 @@ class Observed:
         self.over_at: float | None = None  # when the Worker's state made the outcome certain
         self.warning: Event | None = None  # the latest Warning Event (FailedMount...)
         self.lost: TargetUnreachable | None = None  # the target stopped answering
-        self.log = LogReader(signal, steps)
+        self.log = LogReader(signal, steps, resume=resume)
         self.decided: dict[str, float] = {}  # when each phase was decided (the engine's clock)
         self.failed: set[str] = set()  # the phases that failed
         # When the last line read was written (the target's stamps), and when it was read.

@@ -15,10 +15,11 @@ from typing import Any
 
 import yaml
 
+from rlark_acceptance.model.doc_checks import CheckId
 from rlark_acceptance.model.job import Job
 from rlark_acceptance.model.profile import Profile
 from rlark_acceptance.model.timeouts import Timeouts
-from rlark_acceptance.model.training import Expectation, TrainingSpec
+from rlark_acceptance.model.training import DEFAULT_RESUME_STEPS, Expectation, TrainingSpec
 from rlark_acceptance.preflight.entry import PreflightResult
 from rlark_acceptance.run.step6.outputs import KeepOutputs
 from rlark_acceptance.run.step6.run_id import for_run, new_run_id
@@ -32,7 +33,7 @@ def manifest_of(job: Job) -> str:
 
 @dataclass(frozen=True)
 class TrainingPlan:
-    """The training checks of one run (T.1-T.3) and what they need, from the profile's
+    """The training checks of one run (T.1-T.4) and what they need, from the profile's
     ``training:`` and the config the Worker runs (its run script's overrides included)."""
 
     checks: frozenset[str]
@@ -40,16 +41,24 @@ class TrainingPlan:
     step_pattern: re.Pattern[str]
     tensorboard: str | None  # T.2: where the events are, a path in the Worker
     expect: tuple[Expectation, ...] = ()
+    resume_steps: int = DEFAULT_RESUME_STEPS  # T.4: the second submission's steps past N
 
     def on(self, check: str) -> bool:
         return check in self.checks
 
 
 def training_plan(
-    spec: TrainingSpec, config: dict[str, Any] | None, log_path: str | None, job: Job
+    spec: TrainingSpec,
+    config: dict[str, Any] | None,
+    log_path: str | None,
+    job: Job,
+    *,
+    resume: bool = False,
 ) -> TrainingPlan | None:
-    """None when the profile turns every training check off."""
-    if not spec.checks:
+    """None when the profile turns every training check off; ``resume``: T.4 on whatever
+    the profile says (its scenario was selected by its tag)."""
+    checks = spec.checks | {CheckId.RESUMES} if resume else spec.checks
+    if not checks:
         return None
     if spec.steps is not None:
         target = StepsTarget(spec.steps, "training.steps")
@@ -62,7 +71,9 @@ def training_plan(
         tensorboard = posixpath.join(log_path, "tensorboard")  # RLinf's MetricLogger
     if tensorboard is None:
         tensorboard = job.tensorboard_log_dir
-    return TrainingPlan(spec.checks, target, spec.step_pattern, tensorboard, spec.expect)
+    return TrainingPlan(
+        checks, target, spec.step_pattern, tensorboard, spec.expect, spec.resume_steps
+    )
 
 
 @dataclass(frozen=True)
@@ -81,7 +92,7 @@ class Step6Plan:
     timeouts: Timeouts
     keep_outputs: KeepOutputs  # target.keepOutputs
     delete_after: bool = True  # delete the Worker and read 6.5 again, settle the outputs
-    training: TrainingPlan | None = None  # T.1-T.3; None: all off
+    training: TrainingPlan | None = None  # T.1-T.4; None: all off
 
     def __repr__(self) -> str:  # the Job and the config may hold secrets: reprs reach reports
         return f"Step6Plan({self.run_id!r}, {self.job.name!r})"
@@ -101,10 +112,12 @@ def build_plan(
     delete_after: bool = True,
     runs: dict[str, Any] | None = None,
     log_path: str | None = None,
+    resume: bool = False,
 ) -> Step6Plan:
     """Step 6 of ``job`` (its YAML ``manifest``, by default as the console showed it) as run
     ``run_id`` (a new one by default); ``runs``: the config the Worker runs, resolved, and
-    ``log_path`` its ``runner.logger.log_path`` in the Worker (the training checks')."""
+    ``log_path`` its ``runner.logger.log_path`` in the Worker (the training checks');
+    ``resume``: T.4 on, whatever the profile says."""
     ri = profile.run_info
     # The folder the run writes under: ``runInfo.paths.output``, else the checkpoints'.
     root = ri.paths.get("output") or ri.paths.get("checkpoint") or ri.expected_output
@@ -123,14 +136,19 @@ def build_plan(
         timeouts=profile.timeouts,
         keep_outputs=profile.target.keep_outputs,
         delete_after=delete_after,
-        training=training_plan(profile.training, runs, log_path, run_job),
+        training=training_plan(profile.training, runs, log_path, run_job, resume=resume),
     )
 
 
 def plan_for(
-    pre: PreflightResult, *, run_id: str | None = None, delete_after: bool = True
+    pre: PreflightResult,
+    *,
+    run_id: str | None = None,
+    delete_after: bool = True,
+    resume: bool = False,
 ) -> Step6Plan:
-    """Step 6 of the Job the pre-flight read, whatever the pre-flight said."""
+    """Step 6 of the Job the pre-flight read, whatever the pre-flight said (``resume``: T.4
+    on, whatever the profile says)."""
     assert pre.profile is not None and pre.job is not None, "the pre-flight read no Job"
     validated = pre.validated.config.resolved() if pre.validated is not None else None
     runs = pre.rlinf.config.resolved() if pre.rlinf is not None else None
@@ -142,4 +160,5 @@ def plan_for(
         delete_after=delete_after,
         runs=runs,
         log_path=pre.rlinf.log_path if pre.rlinf is not None else None,
+        resume=resume,
     )

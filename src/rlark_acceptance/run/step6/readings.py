@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -119,24 +120,36 @@ def checkpoints_at(
     if submitted is not None:
         since = (submitted - CLOCK_SKEW).timestamp()
         stale = [o.key for o in new if o.modified is not None and o.modified < since]
-    by_step: dict[int, str] = {}
-    for o in new:
-        m = _STEP_DIR.search(o.key)
-        if m is not None:
-            step = int(m.group(1))
-            by_step[step] = o.key[: m.end()].rstrip("/")
+    by_step = step_dirs(o.key for o in new)
     steps = tuple(sorted(by_step))
     if not steps:
         return Checkpoints(at, where, stale=tuple(stale))
     try:
-        first = _weights(store, steps[0], by_step[steps[0]])
-        last = first if len(steps) == 1 else _weights(store, steps[-1], by_step[steps[-1]])
+        first = weights_of(store, steps[0], by_step[steps[0]])
+        last = first if len(steps) == 1 else weights_of(store, steps[-1], by_step[steps[-1]])
     except StoreError as exc:
         return Checkpoints(at, where, steps=steps, stale=tuple(stale), error=str(exc))
     return Checkpoints(at, where, steps=steps, first=first, last=last, stale=tuple(stale))
 
 
-def _weights(store: Store, step: int, path: str) -> Weights:
+def step_dirs(keys: Iterable[str]) -> dict[int, str]:
+    """``N`` → the key of the ``global_step_N`` folder that holds some of ``keys``."""
+    by_step: dict[int, str] = {}
+    for key in keys:
+        m = _STEP_DIR.search(key)
+        if m is not None:
+            by_step[int(m.group(1))] = key[: m.end()].rstrip("/")
+    return by_step
+
+
+def weights_of(store: Store, step: int, path: str) -> Weights:
+    """The model tensors of the checkpoint ``global_step_<step>`` at key ``path``, and their
+    digest: SHA-256 over ``<file key>\\0<tensor>\\0<dtype>\\0<shape>\\0<tensor's SHA-256>\\n``
+    for each tensor in (file, tensor) order, the file's key relative to ``path``
+    (``actor/model_state_dict/full_weights.safetensors``), the dtype as safetensors names it
+    (``F32``), the shape as a list (``[16, 6]``), the SHA-256 of the tensor's bytes in C
+    order; a workload that prints the same digest of what it loaded proves it resumed from
+    these weights (T.4)."""
     # Not read at all: a replay buffer grows each step, and may be most of the bytes.
     report = read_tensors(store, path, exclude=lambda key: bool(_NOT_WEIGHTS.search(key)))
     named = sorted(

@@ -37,6 +37,7 @@ ORDER = (
     CheckId.STEPS_ADVANCE,
     CheckId.METRICS_REAL,
     CheckId.CHECKPOINT_TRAINED,
+    CheckId.RESUMES,
 )
 # The page's phases, awaited by every run; the training checks a run awaits are its own
 # (``RunRecord.training``: the profile's ``training.checks``).
@@ -98,6 +99,33 @@ class LogTail:
 
 
 @dataclass
+class Resumed:
+    """T.4's second submission: the checkpoint it was told to resume from, the steps it was
+    to reach, and what it showed (its own record: its log, its first error)."""
+
+    step: int  # the first run's last checkpoint, global_step_<step>
+    resume_dir: str  # that folder's path in the Worker (runner.resume_dir)
+    target: int  # the steps it was to reach (runner.max_epochs / max_steps)
+    record: RunRecord  # the second submission's own: its Job, log, Pods
+    checkpoint_digest: str | None = None  # the model weights of global_step_<step>
+    started: int | None = None  # the step it started at, as its log showed it
+    reached: int | None = None  # the highest step its log showed
+    said: str | None = None  # the line in which it said it resumed (RLinf's)
+    weights_at_start: str | None = None  # the digest of its weights as loaded, if printed
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "job": str(self.record.job.name),
+            "from": {"step": self.step, "dir": self.resume_dir, "sha256": self.checkpoint_digest},
+            "target": self.target,
+            "started": self.started,
+            "reached": self.reached,
+            "said": self.said,
+            "weightsAtStart": self.weights_at_start,
+        }
+
+
+@dataclass
 class RunRecord:
     """What one submission showed, phase by phase, with the evidence to explain it."""
 
@@ -121,9 +149,10 @@ class RunRecord:
     outputs_kept: str | None = None
     outputs_removed: int = 0
     interrupted: bool = False  # SIGINT / SIGTERM ended the run; what was submitted is gone
-    # The training checks this run awaits (T.1-T.3, those the profile keeps on), what they
+    # The training checks this run awaits (T.1-T.4, those the profile keeps on), what they
     # read, and the run's first error as the log showed it.
     training: tuple[str, ...] = ()
+    resumed: Resumed | None = None  # T.4's second submission, once it was made
     submitted_at: datetime | None = None  # the wall clock at submission
     scalars: Scalars | None = None
     checkpoints: Checkpoints | None = None
@@ -213,14 +242,21 @@ class RunRecord:
                 },
                 "olderThanTheRun": list(ck.stale[:20]),
             }
+        if self.resumed is not None:
+            out["resume"] = self.resumed.summary()
         return out
 
     def first_cause_summary(self) -> dict[str, Any] | None:
-        """The Worker's first error, for the record of a run that did not pass."""
-        c = self.first_cause
+        """The Worker's first error, for the record of a run that did not pass: the first
+        run's, else (T.4 failed) its second submission's, saying so."""
+        c, run = self.first_cause, None
+        if c is None and self.resumed is not None and self.status(CheckId.RESUMES) == "failed":
+            c, run = self.resumed.record.first_cause, str(self.resumed.record.job.name)
         if c is None or self.passed:
             return None
         out: dict[str, Any] = {"logLine": c.line + 1, "quote": c.quote, "actor": c.actor}
+        if run is not None:
+            out["job"] = run  # the second submission's log, not the first's
         if c.kind is not None:
             out |= {"class": c.kind.id, "title": c.kind.title, "remedy": c.kind.remedy}
         if c.knock_ons:
