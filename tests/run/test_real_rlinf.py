@@ -2,7 +2,8 @@
 profiles/rlinf-embodied.yaml, run as a user would, its record read back.
 
 The profile as it is (its own config, Job and target) holds all 41 checks of the page and
-the training checks T.1-T.3. The red runs are the faults a user meets first with real
+the training checks T.1-T.3, and T.4 (opt-in) turned on: a second submission resumes
+from the last checkpoint at the next step. The red runs are the faults a user meets first with real
 RLinf: an override RLinf refuses (its own error quoted), two of the suite's own broken Jobs
 (no first signal, checkpoints outside every mount), training that diverges (an absurd critic
 learning rate: NaN scalars and weights, then the rollout worker fails at step 2 and RLinf
@@ -55,13 +56,13 @@ def run_profile(
 
 
 def test_real_rlinf_passes_every_check(tmp_path: Path) -> None:
-    run = run_profile(tmp_path / "reports", "-m", AS_IT_IS)
+    """The profile as it is, with T.4 (opt-in) turned on: one run of real RLinf holds the
+    page's 41, the training's four and B.1."""
+    run = run_profile(tmp_path / "reports", "-m", AS_IT_IS, profile=resume_copy(tmp_path))
     s = run.summary
     assert run.returncode == 0, run.explain()
-    # The page's 41, the training's 3 and B.1 (the stages against the profile's history);
-    # T.4, opt-in, not selected.
+    # The page's 41, the training's 4 and B.1 (the stages against the profile's history).
     assert s["verdict"] == "passed" and len(s["checks"]) == 46, s["checks"]
-    assert s["checks"].pop("T.4") == "skipped", s["checks"]
     assert set(s["checks"].values()) == {"passed"}, s["checks"]
     assert {c: s["checks"][c] for c in ("T.1", "T.2", "T.3")} == dict.fromkeys(
         ("T.1", "T.2", "T.3"), "passed"
@@ -74,7 +75,7 @@ def test_real_rlinf_passes_every_check(tmp_path: Path) -> None:
     # <log_path>/tensorboard (T.2), and the model weights of both global steps (T.3: SAC's
     # actor and alpha; their DCPs' optimizer and RNG state left out).
     t = s["training"]
-    assert t["checks"] == ["T.1", "T.2", "T.3"], t
+    assert t["checks"] == ["T.1", "T.2", "T.3", "T.4"], t
     assert t["steps"] == {"reached": 2, "printedTotal": 2}, t
     scalars = t["scalars"]
     assert scalars["location"].endswith("/logs/tensorboard") and scalars["files"] >= 1, t
@@ -88,6 +89,15 @@ def test_real_rlinf_passes_every_check(tmp_path: Path) -> None:
     # The same model at both steps (the same tensors), its weights changed by training.
     assert first["tensors"] == last["tensors"] > 0 and first["bytes"] == last["bytes"], t
     assert first["sha256"] != last["sha256"], t
+    # T.4: a second submission with runner.resume_dir at the run's last global_step_N goes
+    # on from step N+1, as RLinf's own metric table says, to N+k. RLinf prints no digest of
+    # the weights it loads: judged by its steps alone.
+    r = t["resume"]
+    n = r["from"]["step"]
+    assert n == 2 and r["from"]["dir"].endswith("/checkpoints/global_step_2"), r
+    assert r["started"] == n + 1 and r["reached"] == r["target"] > n, r
+    assert "Resuming training from checkpoint directory" in r["said"], r
+    assert r["weightsAtStart"] is None, r
     print(f"\nreal RLinf: {run.elapsed:.0f} s whole suite, Step 6 durations {s['durations']}")
     log = global_attachment(run, "Step 6: Worker log (excerpt)")
     # RLinf's embodied metric table, its last step's: the excerpt is the log's end, and the
@@ -251,3 +261,14 @@ def test_real_rlinf_whose_actor_fails_at_start_up_is_red_at_6_4(tmp_path: Path) 
     suite, failed = profile_junit(run)
     assert "NOT ACCEPTED at 6.4" in suite and list(failed) == ["6.4"], (suite, failed)
     assert quote in junit_text(failed["6.4"])
+
+
+def resume_copy(tmp: Path) -> Path:
+    """The profile and its Job as they are, the profile turning T.4 on."""
+    root = tmp / "site" / "profiles"
+    shutil.copytree(PROFILE.parent / "rlinf-embodied", root / "rlinf-embodied")
+    (tmp / "site" / "third_party").symlink_to(ROOT / "third_party")
+    text = PROFILE.read_text(encoding="utf-8")
+    assert "\ntraining:" not in text, "the profile has a training: section of its own"
+    (root / PROFILE.name).write_text(text + "training:\n  resume: true\n", encoding="utf-8")
+    return root / PROFILE.name
