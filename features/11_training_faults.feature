@@ -10,8 +10,8 @@ Feature: 训练检查 Training checks go red at the right check (beyond the page
   Scenario: a run that stalls after its second step is not accepted
     Given the default acceptance profile
     And the run command adds the override "smoke.stall_after_step=2"
-    And the run command adds the override "smoke.stall_seconds=20"
-    And the profile's progress timeout is 4 s
+    And the run command adds the override "smoke.stall_seconds=60"
+    And the profile's progress timeout is 10 s
     When the Job is submitted despite the pre-flight
     Then check T.1 is the earliest failure naming "stalled at step 2 of 5"
     And the verdict did not wait for the training timeout

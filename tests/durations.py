@@ -1,26 +1,21 @@
-"""The suite's profile: seconds per test file, from a run's JUnit XML.
+"""The suite's profile: seconds per test file, from a run's JUnit XML, the slowest first.
 
-``./run tests`` runs ``tests/`` on several workers, a file to a worker (its module fixtures
-are made once). Files are handed out in the order of ``tests/durations.json``, longest
-first, so the longest do not start last and leave the other workers idle at the end; a
-file not listed goes after them. Regenerate it from a whole run's JUnit on this kind of
-machine:
+``./run tests`` runs ``tests/`` on several workers, a file to a worker; a file's seconds
+are what its worker spent in it, waits on a busy machine included. What to look at first
+when the suite gets slower:
 
-    python tests/durations.py reports/tests/junit.xml          # print the slowest files
-    python tests/durations.py reports/tests/junit.xml --write  # and keep them
+    python tests/durations.py reports/tests/junit.xml
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-DURATIONS = HERE / "durations.json"
 
 
 def per_file(junit: Path) -> dict[str, float]:
@@ -39,25 +34,14 @@ def per_file(junit: Path) -> dict[str, float]:
     return dict(sorted(seconds.items(), key=lambda kv: -kv[1]))
 
 
-def known() -> dict[str, float]:
-    if not DURATIONS.is_file():
-        return {}
-    data = json.loads(DURATIONS.read_text(encoding="utf-8"))
-    return {str(k): float(v) for k, v in data.items()}
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("junit", type=Path)
-    ap.add_argument("--write", action="store_true", help=f"write {DURATIONS.name}")
     args = ap.parse_args(argv)
     seconds = per_file(args.junit)
     for name, s in list(seconds.items())[:30]:
         print(f"{s:8.1f} s  {name}")
     print(f"{sum(seconds.values()):8.1f} s  in {len(seconds)} files")
-    if args.write:
-        rounded = {k: round(v, 1) for k, v in seconds.items()}
-        DURATIONS.write_text(json.dumps(rounded, indent=1) + "\n", encoding="utf-8")
     return 0
 
 

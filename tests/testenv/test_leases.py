@@ -27,8 +27,9 @@ from testenv.paths import REPO_ROOT
 pytestmark = pytest.mark.cluster
 
 # Enters the lease, says so with the server's pid, and leaves when told (stdin closes); or,
-# given a file, leaves when that file appears (holders that all leave at one moment), after
-# saying whether the server still answers a second later when also given "check".
+# given a file, leaves when that file appears (holders that all leave at one moment). Also
+# given "check": says whether the server still answers a second after the file appeared,
+# then leaves when told (it must outlast a holder still starting on a busy machine).
 _HOLDER = """
 import os, sys, time
 import testenv.__main__ as testenv_cli
@@ -42,6 +43,7 @@ with testenv_cli.held("s3"):
         if "check" in sys.argv:
             time.sleep(1.0)  # the others leave meanwhile: is it still up under this one?
             print("still up" if s3.ready(state.load().s3) else "stopped under me", flush=True)
+            sys.stdin.readline()
     else:
         sys.stdin.readline()
 print("left", flush=True)
