@@ -30,8 +30,9 @@ import yaml
 from rlark_acceptance.adapters import Happening, JobRef, Observation, PodStatus, open_adapter
 from rlark_acceptance.adapters.local.adapter import LocalAdapter
 from rlark_acceptance.adapters.local.leftovers import POD_MARKER_ENV, LeftoversRemoved
-from rlark_acceptance.model.job import JOB_NAME_LABEL, ROLE_LABEL, Job, read_job
+from rlark_acceptance.model.job import JOB_NAME_LABEL, ROLE_LABEL, RUN_ID_LABEL, Job, read_job
 from rlark_acceptance.model.profile import Profile, load_profile
+from rlark_acceptance.run.step6.run_id import for_run, new_run_id
 from rlark_acceptance.storage import S3Store, verify_checkpoints
 
 pytestmark = pytest.mark.cluster  # needs testenv's S3 server; fails (never skips) without it
@@ -213,17 +214,26 @@ class HappyRun:
 
 
 @pytest.fixture(scope="module")
-def happy(profile: Profile, s3_chain: Any, tmp_path_factory: pytest.TempPathFactory) -> HappyRun:
+def happy(
+    profile: Profile, s3_chain: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[HappyRun]:
     assert profile.job is not None
-    job = read_job(str(profile.job))
-    manifest = profile.job.read_text()
+    # A run id of its own, as every acceptance run has: its outputs go under a prefix no
+    # other run on this machine writes to (clearing the profile's prefix instead would
+    # remove what runs on other test workers are writing there right now).
+    job, manifest = for_run(
+        read_job(str(profile.job)),
+        profile.job.read_text(),
+        new_run_id(),
+        profile.run_info.paths.get("output"),
+    )
     ad = open_adapter(profile, scratch_root=str(tmp_path_factory.mktemp("happy")))
     assert isinstance(ad, LocalAdapter)
+    store = None
     try:
         ckpt = next(m for m in job.roles[0].mounts if m.name == "ckpt")
         store = ad.store_for(job, ckpt)
-        assert isinstance(store, S3Store)
-        clear_prefix(store)  # what is there afterwards was written by this run
+        assert isinstance(store, S3Store) and store.list() == []  # this run writes all of it
         t0 = time.monotonic()
         ref = ad.submit(job, manifest)
         submit_s = time.monotonic() - t0
@@ -264,9 +274,11 @@ def happy(profile: Profile, s3_chain: Any, tmp_path_factory: pytest.TempPathFact
             f"\nlocal happy path: submit {run.submit_s:.2f}s, Running after {run.running_s:.2f}s, "
             f"Ray head {run.ray_s:.1f}s, terminal after {run.total_s:.1f}s, delete {delete_s:.2f}s"
         )
-        return run
+        yield run
     finally:
         ad.close()
+        if isinstance(store, S3Store):
+            clear_prefix(store)  # the run's own prefix: nothing of another run's
 
 
 def test_job_is_listed_with_one_labelled_pod_on_the_node(happy: HappyRun) -> None:
@@ -276,7 +288,12 @@ def test_job_is_listed_with_one_labelled_pod_on_the_node(happy: HappyRun) -> Non
     pod = happy.pods[0]
     assert pod.name == f"{happy.job.name}-worker-0"
     assert pod.node == "local-node"
-    assert pod.labels == {JOB_NAME_LABEL: happy.job.name, ROLE_LABEL: "worker"}
+    run_id = happy.job.name.removeprefix("rlinf-smoke-ppo-mlp-")
+    assert pod.labels == {
+        JOB_NAME_LABEL: happy.job.name,
+        ROLE_LABEL: "worker",
+        RUN_ID_LABEL: run_id,
+    }
     assert any(e.startswith("Scheduled: Successfully assigned") for e in happy.events)
 
 

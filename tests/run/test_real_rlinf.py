@@ -1,58 +1,31 @@
-"""Real RLinf 0.3.0 as the Worker's workload: ``pytest features/`` on
-profiles/rlinf-embodied.yaml, run as a user would, its record read back.
+"""Real RLinf 0.3.0 as the Worker's workload, the runs a platform release must pass or name.
 
 The profile as it is (its own config, Job and target) holds all 41 checks of the page and
-the training checks T.1-T.3, and T.4 (opt-in) turned on: a second submission resumes
-from the last checkpoint at the next step. The red runs are the faults a user meets first with real
-RLinf: an override RLinf refuses (its own error quoted), two of the suite's own broken Jobs
-(no first signal, checkpoints outside every mount), training that diverges (an absurd critic
-learning rate: NaN scalars and weights, then the rollout worker fails at step 2 and RLinf
-tears the other actors down; T.1-T.3 red, T.1 quoting that first error), and an actor that
-fails at start-up (6.4 red quoting it). Each run is another ~1-3 min RLinf start on 2 cores,
-so the other self-checks stay the smoke workload's, and the other real failures are logs
+the training checks T.1-T.3, and T.4 (opt-in) turned on: a second submission resumes from
+the last checkpoint at the next step. The red runs are the faults a user meets first with
+real RLinf: an override RLinf refuses (its own error quoted), and an actor that fails at
+start-up (6.4 red quoting it). The training that goes wrong is in
+``test_real_rlinf_trained_badly.py``; the other real failures are logs
 (``tests/fidelity/regenerate_failures.py``)."""
 
 from __future__ import annotations
 
-import json
-import re
-import shutil
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from rlark_acceptance.adapters.local import images
-from tests.run.suite_runs import AS_IT_IS, ROOT, SuiteRun, _env, _read
+from tests.run.real_rlinf import (
+    TRAINING,
+    global_attachment,
+    junit_text,
+    override_copy,
+    profile_junit,
+    resume_copy,
+    run_profile,
+)
+from tests.run.suite_runs import AS_IT_IS
 
-pytestmark = pytest.mark.slow
-
-PROFILE = ROOT / "profiles" / "rlinf-embodied.yaml"
-LOCK = ROOT / "profiles" / "rlinf-embodied" / "rlinf-0.3.0.lock"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _s3(s3_env: Any) -> Iterator[None]:
-    yield
-
-
-def run_profile(
-    reports: Path, *args: str, profile: Path = PROFILE, timeout: float = 900
-) -> SuiteRun:
-    assert (images.locked_env_dir(LOCK) / images.BUILT_STAMP).is_file(), (
-        "RLinf's environment is not built (./run tests builds it)"
-    )
-    command = [sys.executable, "-m", "pytest", "features/", "-p", "no:cacheprovider"]
-    command += ["--profile", str(profile), "--reports-dir", str(reports), *args]
-    t0 = time.monotonic()
-    proc = subprocess.run(
-        command, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=timeout
-    )
-    return _read(proc.returncode, proc.stdout + proc.stderr, reports, time.monotonic() - t0)
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("s3_env")]
 
 
 def test_real_rlinf_passes_every_check(tmp_path: Path) -> None:
@@ -105,29 +78,6 @@ def test_real_rlinf_passes_every_check(tmp_path: Path) -> None:
     assert "│ Global Step:    2/2 │" in log, log[-2000:]
 
 
-def global_attachment(run: SuiteRun, name: str) -> str:
-    results = run.reports / "allure-results"
-    for path in results.glob("*-globals.json"):
-        for a in json.loads(path.read_text(encoding="utf-8")).get("attachments", []):
-            if a["name"] == name:
-                return (results / a["source"]).read_text(encoding="utf-8")
-    raise AssertionError(f"no global attachment {name!r}")
-
-
-def override_copy(tmp: Path, override: str) -> Path:
-    """The profile and its Job, their run command with ``override`` added (both, so the
-    pre-flight's comparison of the two still holds)."""
-    root = tmp / "site" / "profiles"
-    shutil.copytree(PROFILE.parent / "rlinf-embodied", root / "rlinf-embodied")
-    shutil.copy(PROFILE, root / PROFILE.name)
-    (tmp / "site" / "third_party").symlink_to(ROOT / "third_party")
-    for f in (root / PROFILE.name, root / "rlinf-embodied" / "job.yaml"):
-        text = f.read_text(encoding="utf-8")
-        assert text.count("runner.save_interval=1 ") == 1, f
-        f.write_text(text.replace("runner.save_interval=1 ", f"runner.save_interval=1 {override} "))
-    return root / PROFILE.name
-
-
 def test_an_override_rlinf_refuses_is_red_with_rlinfs_own_words(tmp_path: Path) -> None:
     """A valid Hydra override whose value RLinf's validate_cfg refuses: the pre-flight cannot
     know RLinf's allowed values; the run goes red with RLinf's own assertion."""
@@ -143,97 +93,6 @@ def test_an_override_rlinf_refuses_is_red_with_rlinfs_own_words(tmp_path: Path) 
         in first["message"]
     ), first
     assert s["checks"]["6.5"] == "notReached", s["checks"]
-
-
-def test_real_rlinf_without_a_first_signal_or_with_checkpoints_off_the_mounts(
-    tmp_path: Path,
-) -> None:
-    """The suite's own broken Jobs on real RLinf: ``runner.max_steps=0`` (RLinf trains no
-    step: 6.4 red as soon as RLinf exits) and logs under the image (6.5 red: gone with the
-    Worker), each at its check without waiting for its timeout."""
-    run = run_profile(
-        tmp_path / "reports",
-        "-k",
-        "the_first_signal_never_appears or checkpoints_written_outside_every_mount",
-    )
-    self_checks = run.summary["selfChecks"]
-    assert self_checks["failed"] == [] and self_checks["passed"] == 2, run.explain()
-
-
-# A learning rate a user means as 1e-4 and types as 1e20: the critic's first update makes its
-# weights ~1e20, its outputs overflow, and every loss, Q value and gradient norm RLinf logs
-# is NaN from the first step; RLinf goes on (its grad-norm guard covers the actor's
-# optimizer), the NaN reaches the policy's weights, and the rollout fails at step 2.
-DIVERGING = "actor.critic_optim.lr=1e20"
-TRAINING = ("T.1", "T.2", "T.3")
-
-
-def profile_junit(run: SuiteRun) -> tuple[str, dict[str, Any]]:
-    """The profile's JUnit suite name and its failed testcases by check id, as CI reads
-    junit.xml (``[T.2] the run's metrics are real`` is T.2's)."""
-    import junitparser
-
-    cases = run.junit_cases()
-    suite = next(name for name, _ in cases if name.endswith("the profile as it is"))
-    failed = {
-        c.name[1 : c.name.index("]")]: c
-        for name, c in cases
-        if name == suite and any(isinstance(r, junitparser.Failure) for r in c.result)
-    }
-    return suite, failed
-
-
-def junit_text(case: Any) -> str:
-    (failure,) = case.result
-    return str(failure.message) + (failure.text or "")
-
-
-def test_real_rlinf_whose_training_diverges_is_red_at_t_1_t_2_and_t_3(tmp_path: Path) -> None:
-    """At that learning rate step 1 ends (6.4 passes on its metric table, 6.5 on its
-    checkpoint), then the rollout worker fails sampling from the NaN weights and RLinf kills
-    the other actors. T.1 is red at step 1 of 2 quoting the rollout worker's error (not the
-    ActorDiedError knock-ons RLinf printed after it), T.2 with the NaN scalars, T.3 with the
-    NaN tensors of the checkpoint."""
-    profile = override_copy(tmp_path, DIVERGING)
-    run = run_profile(tmp_path / "reports", "-m", AS_IT_IS, profile=profile)
-    s = run.summary
-    assert run.returncode == 1, run.explain()
-    first = s["earliestFailure"]
-    assert s["verdict"] == "failed" and first["check"] == "T.1", s
-    page = [c for c in s["checks"] if c not in (*TRAINING, "T.4", "B.1")]  # T.4: opt-in, off
-    assert {c: s["checks"][c] for c in page} == dict.fromkeys(page, "passed"), s["checks"]
-    assert s["checks"]["B.1"] == "notReached", s["checks"]  # no stages of a failed run to hold
-    assert {c: s["checks"][c] for c in TRAINING} == dict.fromkeys(TRAINING, "failed"), s
-    # T.1: the steps stayed at 1 of 2; the first error, its class and remedy.
-    message = first["message"]
-    assert message.startswith("the Worker ended at step 1 of 2 (runner.max_epochs"), message
-    assert (
-        "its first error [training-diverged: Training diverged: NaN or infinite values reached "
-        "the model] in MultiStepRolloutWorker (log line "
-    ) in message, message
-    assert message.endswith('"RuntimeError: normal expects all elements of std >= 0.0"'), message
-    assert "ActorDiedError" not in message and "died unexpectedly" not in message, message
-    cause = s["firstCause"]
-    assert cause["class"] == "training-diverged" and cause["actor"] == "MultiStepRolloutWorker"
-    assert cause["knockOns"] >= 1 and cause["quote"] in message, cause  # RLinf's teardown
-    assert first["hint"].startswith(cause["remedy"]), first["hint"]  # the class's remedy first
-    # T.2 and T.3: what they read.
-    t = s["training"]
-    assert t["steps"] == {"reached": 1, "printedTotal": 2}, t
-    bad = t["scalars"]["nonFinite"]
-    assert bad.get("train/sac/critic_loss") == 0 and set(bad.values()) == {0}, t  # step 0
-    ck = t["checkpoints"]
-    assert ck["steps"] == [1] and len(ck["first"]["nonFinite"]) > 10, ck
-    suite, failed = profile_junit(run)
-    assert suite.startswith("RLark acceptance: ") and "NOT ACCEPTED at T.1" in suite, suite
-    assert sorted(failed) == list(TRAINING), failed
-    assert "normal expects all elements of std >= 0.0" in junit_text(failed["T.1"])
-    assert f"{len(bad)} of {t['scalars']['tags']} scalars are not finite: " in junit_text(
-        failed["T.2"]
-    )
-    assert re.search(
-        r"global_step_1: \d+ of \d+ tensors hold NaN or infinite values", junit_text(failed["T.3"])
-    ), junit_text(failed["T.3"])
 
 
 def test_real_rlinf_whose_actor_fails_at_start_up_is_red_at_6_4(tmp_path: Path) -> None:
@@ -261,14 +120,3 @@ def test_real_rlinf_whose_actor_fails_at_start_up_is_red_at_6_4(tmp_path: Path) 
     suite, failed = profile_junit(run)
     assert "NOT ACCEPTED at 6.4" in suite and list(failed) == ["6.4"], (suite, failed)
     assert quote in junit_text(failed["6.4"])
-
-
-def resume_copy(tmp: Path) -> Path:
-    """The profile and its Job as they are, the profile turning T.4 on."""
-    root = tmp / "site" / "profiles"
-    shutil.copytree(PROFILE.parent / "rlinf-embodied", root / "rlinf-embodied")
-    (tmp / "site" / "third_party").symlink_to(ROOT / "third_party")
-    text = PROFILE.read_text(encoding="utf-8")
-    assert "\ntraining:" not in text, "the profile has a training: section of its own"
-    (root / PROFILE.name).write_text(text + "training:\n  resume: true\n", encoding="utf-8")
-    return root / PROFILE.name
