@@ -8,6 +8,7 @@ pytest_plugins = [
     "fixtures.release",
     "fixtures.run_record",
     "fixtures.testenv",
+    "fixtures.test_order",
     "steps.profile_steps",
     "steps.job_steps",
     "steps.preflight_steps",

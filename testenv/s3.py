@@ -15,6 +15,7 @@ import shutil
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 from testenv import build, proc
@@ -102,7 +103,6 @@ def up(state: State) -> None:
         return
     down(state)  # a stale record (process gone): clear it first
     build.ensure(build.NEEDS["s3"])
-    exe = build.RECIPES["versitygw"].bin("versitygw")
     root = state_root() / "s3"
     data = root / "data"
     data.mkdir(parents=True, exist_ok=True)
@@ -119,6 +119,14 @@ def up(state: State) -> None:
         data=str(data),
         log=str(root / "versitygw.log"),
     )
+    state.s3 = s3  # recorded before it answers: an interrupted start is stopped by its pid
+    _start(s3, root)
+    _make_bucket(s3)
+
+
+def _start(s3: S3State, root: Path) -> None:
+    """versitygw serving ``s3`` (its port, keys and data), answering; records its pid."""
+    exe = build.RECIPES["versitygw"].bin("versitygw")
     env = dict(os.environ)
     # Credentials go by environment, not argv, so `ps` does not show them.
     env.update(
@@ -133,23 +141,32 @@ def up(state: State) -> None:
     argv = [
         str(exe),
         "--port",
-        f"127.0.0.1:{port}",
+        f"127.0.0.1:{s3.port}",
         # With an IAM store (empty: only the root account exists) an unknown access key
         # gets S3's InvalidAccessKeyId; without one versitygw answers XAdminUserNotFound.
         "--iam-dir",
         str(iam),
         "posix",
-        str(data),
+        s3.data,
     ]
     s3.pid = proc.spawn(argv, root / "versitygw.log", env, root)
-    state.s3 = s3
     deadline = time.monotonic() + 30
-    while not _endpoint_answers(endpoint):
+    while not _endpoint_answers(s3.endpoint):
         if not proc.alive(s3.pid, exe) or time.monotonic() > deadline:
             tail = (root / "versitygw.log").read_text(errors="replace")[-2000:]
             raise RuntimeError(f"versitygw did not start; log tail:\n{tail}")
         time.sleep(0.1)
-    _make_bucket(s3)
+
+
+def revive(state: State) -> None:
+    """The recorded server, killed, started again as a store restarts: on its port, with
+    its keys and its data (``up`` after a crash makes a new one instead). What the fault
+    tests and the soak use for an S3 server that dies and comes back."""
+    s3 = state.s3
+    assert s3 is not None, "no S3 server recorded: testenv up s3 first"
+    if healthy(s3):
+        return
+    _start(s3, Path(s3.data).parent)
 
 
 def down(state: State) -> None:

@@ -50,7 +50,11 @@ def shared(service: str) -> Iterator[None]:
     """Use ``service`` beside other users, never beside a sole user."""
     with _flock(_lock_file(service, ".turnstile"), fcntl.LOCK_EX):
         use = _lock_file(service, ".use").open("a")
-        fcntl.flock(use, fcntl.LOCK_SH)
+        try:
+            fcntl.flock(use, fcntl.LOCK_SH)
+        except BaseException:  # interrupted while waiting: no lock held, the file closed
+            use.close()
+            raise
     try:
         yield
     finally:

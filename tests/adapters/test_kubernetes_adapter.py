@@ -690,6 +690,32 @@ def test_pod_status_maps_a_crash_loop_with_its_last_exit_code() -> None:
     assert (st.reason, st.exit_code, st.restarts, st.node) == ("CrashLoopBackOff", 137, 3, NODE)
 
 
+def test_pod_status_names_why_a_pod_is_taken_away_over_its_exit() -> None:
+    """An evicted Worker: its container ended by SIGTERM (143), the cause in its condition."""
+    pod = {
+        "metadata": {"name": "w-0"},
+        "spec": {"nodeName": NODE, "restartPolicy": "Never"},
+        "status": {
+            "phase": "Running",
+            "conditions": [
+                {
+                    "type": "DisruptionTarget",
+                    "status": "True",
+                    "reason": "EvictionByEvictionAPI",
+                    "message": "Eviction API: evicting",
+                }
+            ],
+            "containerStatuses": [{"state": {"terminated": {"exitCode": 143, "reason": "Error"}}}],
+        },
+    }
+    st = pod_status(pod)
+    assert (st.reason, st.message, st.exit_code) == (
+        "EvictionByEvictionAPI",
+        "Eviction API: evicting",
+        143,
+    )
+
+
 @pytest.mark.parametrize(
     ("policy", "codes", "phase", "over"),
     [

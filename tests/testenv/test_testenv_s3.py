@@ -84,3 +84,36 @@ def test_status_and_repr_never_show_credentials(s3_env: S3Env) -> None:
     assert s3_env.secret_key not in out
     assert s3_env.access_key not in out
     assert json.loads(out)["s3"]["running"] is True
+
+
+def test_a_killed_server_revived_serves_its_data_on_its_port(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``s3.revive``: a store that dies and comes back (the soak's S3 fault) keeps its
+    endpoint, its keys and what it held; ``up`` after a crash would make a new one. A
+    private server of this test's own state: the shared one is never touched."""
+    import os
+    import signal
+    import time
+
+    from testenv import s3, state
+
+    monkeypatch.setenv("RLARK_TESTENV_STATE", str(tmp_path / "state"))
+    st = state.State()
+    s3.up(st)
+    try:
+        assert st.s3 is not None
+        before = (st.s3.endpoint, st.s3.pid)
+        client = s3._client(st.s3)
+        client.put_object(Bucket=st.s3.bucket, Key="kept/ckpt.bin", Body=b"weights")
+        os.kill(st.s3.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while s3.healthy(st.s3):
+            assert time.monotonic() < deadline, "versitygw outlived its SIGKILL"
+            time.sleep(0.05)
+        s3.revive(st)
+        assert st.s3.endpoint == before[0] and st.s3.pid != before[1]
+        body = s3._client(st.s3).get_object(Bucket=st.s3.bucket, Key="kept/ckpt.bin")["Body"]
+        assert body.read() == b"weights"
+    finally:
+        s3.down(st)

@@ -425,6 +425,11 @@ def pod_status(pod: Item) -> PodStatus:
         # The scheduler's verdict: "0/3 nodes are available: 1 Insufficient nvidia.com/gpu..."
         if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
             reason, message = cond.get("reason") or reason, cond.get("message") or message
+        # Why the Pod is being taken away (EvictionByEvictionAPI, PreemptionByScheduler,
+        # DeletionByTaintManager...): the cause, where its containers' exit (143: SIGTERM)
+        # is only how it ended.
+        if cond.get("type") == "DisruptionTarget" and cond.get("status") == "True":
+            reason, message = cond.get("reason") or reason, cond.get("message") or message
     phase = str(status.get("phase") or "Pending")
     if phase not in ("Succeeded", "Failed") and worker_over(pod):
         # Every container has terminated and none restarts: the kubelet reports the phase

@@ -50,6 +50,7 @@ from rlark_acceptance.run.step6.readings import step_dirs, weights_of
 from rlark_acceptance.run.step6.record import PhaseResult, Resumed, RunRecord
 from rlark_acceptance.run.step6.run_id import run_job_name
 from rlark_acceptance.run.step6.scheduled import Scheduled
+from rlark_acceptance.run.step6.steps import stalled
 from rlark_acceptance.storage import StoreError
 
 RESUME_SUFFIX = "resume"  # the second submission's name: <job>-<run id>-resume
@@ -187,13 +188,7 @@ class Resumes(Phase):
                 at=c.at,
             )
         if c.at is not None:
-            if seen.now - c.at >= self.stall:
-                return Failed(
-                    f"the resumed run stalled at {self._at(seen)}: no new step for "
-                    f"{self.stall:.0f} s ({Bound.PROGRESS.key}); {seen.pod_text()}",
-                    at=c.at + self.stall,
-                )
-            return None
+            return stalled(seen, c.at, self.stall, self._at(seen), run="the resumed run ")
         ray = seen.decided.get(CheckId.RAY_HEAD_STARTED)
         if ray is not None and seen.now - ray >= self.first_step:
             return Failed(

@@ -79,13 +79,7 @@ class StepsAdvance(Phase):
                 at=counter.at,
             )
         since = counter.at if counter.at is not None else seen.decided.get(CheckId.PROGRESS_LOGGED)
-        if since is not None and seen.now - since >= self.stall:
-            return Failed(
-                f"stalled at {self._at(seen)}: no new step for {self.stall:.0f} s "
-                f"({Bound.PROGRESS.key}); {seen.pod_text()}",
-                at=since + self.stall,
-            )
-        return None
+        return stalled(seen, since, self.stall, self._at(seen))
 
     def over(self, seen: Observed) -> str:
         _, source = self._of(seen)
@@ -98,3 +92,17 @@ class StepsAdvance(Phase):
 
     def timed_out(self, seen: Observed, seconds: float) -> str:
         return f"{self._at(seen)} after {seconds:.0f} s ({Bound.TRAINING.key}); {seen.pod_text()}"
+
+
+def stalled(
+    seen: Observed, since: float | None, stall: float, where: str, run: str = ""
+) -> Failed | None:
+    """Failed once ``stall`` seconds passed with no new step since ``since`` (its last
+    step, or when stepping began); ``run``: which run, when not the first (T.4's)."""
+    if since is None or seen.now - since < stall:
+        return None
+    return Failed(
+        f"{run}stalled at {where}: no new step for {stall:.0f} s ({Bound.PROGRESS.key}); "
+        f"{seen.pod_text()}",
+        at=since + stall,
+    )
