@@ -132,6 +132,7 @@ class ScriptedTarget:
     listed: bool = True
     refuse: str | None = None
     refuse_delete: str | None = None  # the target refuses the clean-up (RBAC)
+    delete_fails: Exception | None = None  # the delete fails otherwise (as raised)
     extra_pods: int = 0
     name: str = "scripted"
     deleted: list[JobRef] = field(default_factory=list)
@@ -188,6 +189,8 @@ class ScriptedTarget:
     def delete(self, ref: JobRef) -> None:
         if self.refuse_delete:
             raise CleanupRefused(self.refuse_delete)
+        if self.delete_fails is not None:
+            raise self.delete_fails
         self.deleted.append(ref)
 
     def close(self) -> None:

@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
+from rlark_acceptance.adapters.base import TargetUnreachable
 from rlark_acceptance.model.profile import KeepOutputs, Profile
+from rlark_acceptance.run.report import hint
 from tests.run.scripted import (
     CKPT,
     CONFIG,
@@ -90,6 +92,9 @@ def test_a_listing_that_failed_before_submission_is_not_an_empty_one(
     assert check == "6.5" and rec.checkpoint is None
     assert "could not be listed before submission" in message
     assert message.endswith("EndpointConnectionError: Could not connect (after 4 attempts)")
+    # Named as the store's, with the store's remedy, not the profile's.
+    assert message.startswith("the store (") and "does not answer [mount-io-error]" in message
+    assert hint("6.5", message).startswith("The mount's store stopped answering")
 
 
 def test_a_location_under_no_mount_fails_6_5(base: Any, tmp_path: Path) -> None:
@@ -141,6 +146,35 @@ def test_the_profile_decides_what_stays(
     rec, _ = run(keeping(base, policy), tmp_path, happy_script(root), validated=failing)
     assert len(stored(root)) == left and (rec.outputs_kept is not None) == bool(left)
     assert rec.outputs_removed == 1 - left
+
+
+def test_a_delete_the_adapter_fails_is_a_warning_never_an_error_of_the_run(
+    base: Any, tmp_path: Path
+) -> None:
+    """Any adapter's own failure to delete the Worker (a plugin's, a Pod that stays past
+    the delete's bound) is what is left, as a refusal is: never the run's error."""
+    fails = RuntimeError("pods of job x still present after 60 s: x-worker-0")
+    rec, _ = run(base, tmp_path, happy_script(tmp_path / "store"), delete_fails=fails)
+    assert rec.earliest_failure is None and rec.status("6.5") == "passed"
+    assert rec.warnings[0] == f"the Worker could not be deleted: RuntimeError: {fails}", (
+        rec.warnings
+    )
+
+
+def test_a_worker_whose_kubelet_stopped_answering_fails_6_5_naming_it(
+    base: Any, tmp_path: Path
+) -> None:
+    """The Worker's node lost its kubelet while the run read its checkpoint (another run's
+    fault of the shared node): its Pod cannot be deleted, and 6.5 names the kubelet."""
+    gone = TargetUnreachable(
+        "node gpu-node-09: its kubelet does not answer: pods of job x are marked for deletion "
+        "there and go once it is back: x-worker-0 on gpu-node-09",
+        "job x and its Pods may be left in namespace ns",
+    )
+    rec, _ = run(base, tmp_path, happy_script(tmp_path / "store"), delete_fails=gone)
+    check, message, _ = verdict(rec)
+    assert check == "6.5" and "its kubelet does not answer" in message, message
+    assert "may be left in namespace ns" in message, message
 
 
 def test_a_refused_clean_up_is_a_warning_and_the_verdict_stands(base: Any, tmp_path: Path) -> None:

@@ -115,6 +115,19 @@ def test_a_pod_that_never_binds_fails_6_2_at_its_timeout(base: Any, tmp_path: Pa
     )
 
 
+def test_a_pod_bound_to_a_node_whose_kubelet_is_silent_names_the_kubelet(
+    base: Any, tmp_path: Path
+) -> None:
+    """Bound, and nothing from the node after it (its kubelet killed: the soak's fault):
+    6.2's timeout names the node's kubelet, not only "Pending"."""
+    rec, _ = run(base, tmp_path, [pod(0.2, "Pending", node="local-node")])
+    check, message, _ = verdict(rec)
+    assert check == "6.2" and message.endswith(
+        "bound to node local-node, whose kubelet has reported nothing of it (is the node's "
+        "kubelet running and connected to the API server?)"
+    ), message
+
+
 def test_a_pod_the_scheduler_turned_down_is_not_blamed_on_the_scheduler(
     base: Any, tmp_path: Path
 ) -> None:

@@ -547,9 +547,13 @@ class KubernetesAdapter:
             done.set()
         stuck = sorted(f"{p} on {n}" for p, n in left.items() if n in self.lost_nodes)
         if stuck and len(stuck) == len(left):
-            raise KubernetesAdapterError(
-                f"pods of job {ref.name} are marked for deletion on a node whose kubelet "
-                f"does not answer, and go once it is back: {', '.join(stuck)}"
+            # The kubelet is what stopped answering, as when the Worker's log is read: the
+            # phase that deleted the Worker names it (not an error of the harness's own).
+            nodes = ", ".join(sorted({str(n) for n in left.values()}))
+            raise TargetUnreachable(
+                f"node {nodes}: its kubelet does not answer: pods of job {ref.name} are "
+                f"marked for deletion there and go once it is back: {', '.join(stuck)}",
+                self.left_behind(ref),
             )
         if left:
             raise KubernetesAdapterError(

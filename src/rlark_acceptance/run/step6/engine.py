@@ -294,6 +294,11 @@ class Engine:
             rec.warnings.append(rec.worker_left)
         except TargetUnreachable as exc:
             seen.deleted = exc
+        except Exception as exc:  # any adapter's other failure: a warning, never the verdict
+            refused = CleanupRefused(f"{type(exc).__name__}: {exc}")
+            seen.deleted = refused
+            rec.worker_left = f"the Worker could not be deleted: {refused}"
+            rec.warnings.append(rec.worker_left)
         else:
             seen.deleted = self.worker_deleted = True
 

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 from rlark_acceptance.adapters.base import Adapter
 from rlark_acceptance.model.job import Job, mount_for
-from rlark_acceptance.storage import Store, StoreError, snapshot
+from rlark_acceptance.rlinf.failures import MOUNT_IO_ERROR
+from rlark_acceptance.storage import Store, StoreError, StoreUnavailable, snapshot
 
 Listing = dict[str, tuple[int, float | None]]
 
@@ -74,8 +75,15 @@ def locate(
     try:
         loc.baseline = snapshot(loc.store, loc.prefix)
     except StoreError as exc:
+        # A store that does not answer is named as such (its remedy is the store's, not the
+        # profile's), as when it stops answering the Worker later.
+        down = (
+            f"the store ({loc.store.describe()}) does not answer [{MOUNT_IO_ERROR.id}]: "
+            if isinstance(exc, StoreUnavailable)
+            else ""
+        )
         loc.baseline_error = (
-            f"{loc.where} could not be listed before submission, so this run's output cannot "
-            f"be told from an earlier run's: {exc}"
+            f"{down}{loc.where} could not be listed before submission, so this run's output "
+            f"cannot be told from an earlier run's: {exc}"
         )
     return loc

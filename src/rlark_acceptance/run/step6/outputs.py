@@ -8,7 +8,7 @@ are touched: everything listed at the location before submission, unchanged, sta
 
 from __future__ import annotations
 
-from rlark_acceptance.adapters.base import Adapter, CleanupRefused, TargetUnreachable
+from rlark_acceptance.adapters.base import Adapter
 from rlark_acceptance.model.profile import KEEP_OUTPUTS, KeepOutputs
 from rlark_acceptance.run.step6.location import Location, Unlocated
 from rlark_acceptance.run.step6.record import RunRecord
@@ -49,7 +49,7 @@ def settle_outputs(
         if rec.ref is not None and not worker_deleted:
             try:
                 adapter.delete(rec.ref)
-            except (CleanupRefused, TargetUnreachable) as exc:
+            except Exception as exc:  # refused, unreachable, or any adapter's failure
                 rec.worker_left = rec.worker_left or f"the Worker could not be deleted: {exc}"
         if rec.worker_left is not None:
             rec.outputs_kept = (

@@ -73,4 +73,11 @@ class Scheduled(Phase):
                 "; no scheduling decision and no Event: nothing has considered the Pod "
                 "(is the cluster's scheduler running and connected to the API server?)"
             )
+        elif pod is not None and pod.phase == "Pending" and pod.node and not pod.reason:
+            # Bound, yet no container status at all: a working kubelet reports
+            # ContainerCreating (or why not) within seconds of the binding.
+            text += (
+                f"; bound to node {pod.node}, whose kubelet has reported nothing of it (is the "
+                "node's kubelet running and connected to the API server?)"
+            )
         return text
