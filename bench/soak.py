@@ -145,6 +145,8 @@ class Run:
     wrong: str | None = None
     peak_rss_mib: float = 0.0
     run_ids: list[str] = field(default_factory=list)
+    window: list[Any] | None = None  # the shared fault it struck, while it lasts
+    message: str = ""  # the earliest failure's message
 
 
 class Soak:
@@ -158,7 +160,9 @@ class Soak:
         self.shared = threading.Lock()  # one fault of a shared service at a time
         self.healing = threading.Event()  # set while a shared service is made whole again
         self.healing.set()
-        self.windows: list[tuple[str, float, float]] = []  # (component, from, to)
+        # The shared faults: [component, from, to]; ``to`` is None while it lasts, and a
+        # run that ends meanwhile was reached by it.
+        self.windows: list[list[Any]] = []
 
     # --- one run ----------------------------------------------------------------------------
     def site(self, run: Run, before: str) -> Path:
@@ -223,7 +227,7 @@ class Soak:
         expect = run.expect
         with self.lock:
             for component, start, end in self.windows:
-                if start < run.ended and end > run.started:
+                if start < run.ended and (end is None or end > run.started):
                     expect = expect.widened(component)
         run.peak_rss_mib = max(s.peak_rss_mib for s in suites)
         for s in suites:
@@ -233,6 +237,7 @@ class Soak:
             first = s.summary.get("earliestFailure") or {}
             run.verdict = run.verdict or str(s.summary.get("verdict"))
             run.earliest = run.earliest or str(first.get("check") or "")
+            run.message = run.message or str(first.get("message") or "")
             why = judge(s.summary, expect)
             if why is not None and run.wrong is None:
                 run.wrong = why
@@ -258,6 +263,10 @@ class Soak:
         with self.shared:
             self.healing.clear()
             began = time.monotonic()
+            window = [component, began, None]
+            with self.lock:
+                self.windows.append(window)
+            run.window = window
             try:
                 if run.fault == "api-restart":
                     outage = self.rng.uniform(5.0, 40.0)
@@ -284,20 +293,21 @@ class Soak:
                     run.detail = f"{gap:.0f} s without S3"
             finally:
                 if run.fault != "kubelet-kill":
-                    self.close_window(component, began)
+                    self.close_window(window)
 
-    def close_window(self, component: str, began: float) -> None:
+    def close_window(self, window: list[Any]) -> None:
         with self.lock:
             # A run that started while the service was made whole again is reached too.
-            self.windows.append((component, began, time.monotonic() + 5.0))
+            window[2] = time.monotonic() + 5.0
         self.healing.set()
 
-    def heal_kubelet(self, run: Run, began: float) -> None:
+    def heal_kubelet(self, run: Run) -> None:
         kube = self.kube_()
         kube.start_kubelet()
         remove_jobs(kube, kube.namespace)
         schedulable_again(kube)
-        self.close_window("kubelet", began)
+        if run.window is not None:
+            self.close_window(run.window)
 
     def evict(self, suite: SuiteRun) -> str:
         from kubernetes import client
@@ -358,14 +368,13 @@ class Soak:
             t.join()
 
     def guarded(self, run: Run) -> None:
-        began = time.monotonic()
         try:
             self.one(run)
         except Exception as exc:  # a soak bug or a fault that broke the soak: said, not lost
             run.wrong = run.wrong or f"the soak failed running it: {type(exc).__name__}: {exc}"
         finally:
             if run.fault == "kubelet-kill":
-                self.heal_kubelet(run, began)
+                self.heal_kubelet(run)
             print(self.line(run), flush=True)
 
     @staticmethod
@@ -445,6 +454,7 @@ def report(soak: Soak, left: dict[str, set[str]], baseline: dict[str, set[str]])
     return {
         "seed": soak.args.seed,
         "runs": [r.__dict__ | {"expect": str(r.expect)} for r in runs],
+        "windows": soak.windows,
         "right": len(right),
         "leftovers": grown,
         "rssMiB": rss,
@@ -468,7 +478,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         soak.go()
     finally:
-        left = leftovers(soak)
+        # The platform releases a Job's mounts once its Pods are gone, a little later.
+        settle = time.monotonic() + 60
+        while (left := leftovers(soak))["s3fs mounts"] - before["s3fs mounts"]:
+            if time.monotonic() > settle:
+                break
+            time.sleep(2)
         out = report(soak, left, before)
         if args.json:
             Path(args.json).write_text(json.dumps(out, indent=2, default=str), encoding="utf-8")

@@ -64,11 +64,20 @@ class Platform:
         self.custom = client.CustomObjectsApi(api)
         self.core = client.CoreV1Api(api)
         self.mount_root = mount_root
-        self._seen: set[str] = set()
+        self._seen: dict[str, dict[str, Any]] = {}  # uid -> the Job as last seen
         self._releasing: set[str] = set()  # a deleted Job is reported twice (marked, gone)
         self._lock = threading.Lock()
 
     # --- Jobs --------------------------------------------------------------------------
+    def on_jobs_listed(self, items: list[dict[str, Any]]) -> None:
+        """A (re-)listing of the Jobs: one deleted while the watch was away (an API server
+        restart) gets no DELETED event, so what is no longer listed is released here."""
+        listed = {str(j["metadata"]["uid"]) for j in items}
+        with self._lock:
+            gone = [job for uid, job in self._seen.items() if uid not in listed]
+        for job in gone:
+            self.on_job("DELETED", job)
+
     def on_job(self, kind: str, job: dict[str, Any]) -> None:
         meta = job["metadata"]
         uid = meta["uid"]
@@ -82,7 +91,7 @@ class Platform:
         with self._lock:
             if uid in self._seen:
                 return
-            self._seen.add(uid)
+            self._seen[uid] = job
         try:
             worker = worker_of_object(job)
             dirs = self._mount_object_storage(meta["uid"], worker)
@@ -249,6 +258,7 @@ def run(kubeconfig: str, mount_root: Path) -> None:
                 (GROUP, VERSION, PLURAL),
                 platform.on_job,
             ),
+            kwargs={"on_list": platform.on_jobs_listed},
             daemon=True,
         ),
         threading.Thread(

@@ -241,9 +241,15 @@ def run(
     validated: dict[str, Any] | None = None,
     progress: list[Progress] | None = None,
     delete_after: bool = True,
+    own_location: bool = True,
     **target: Any,
 ) -> tuple[RunRecord, ScriptedTarget]:
+    """``own_location=False``: the run writes under a folder on no object-storage mount,
+    so its checkpoints' location is the profile's, shared with every run (no run id)."""
     prof, job = base
+    if not own_location:
+        paths = {**prof.run_info.paths, "output": "/workspace/out"}
+        prof = replace(prof, run_info=replace(prof.run_info, paths=paths))
     t = ScriptedTarget(script, tmp_path / "store", **target)
     (tmp_path / "store").mkdir(exist_ok=True)
     rec = confirm_running(

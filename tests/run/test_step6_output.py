@@ -83,11 +83,13 @@ def test_a_store_that_stops_answering_fails_6_5_with_the_cause(base: Any, tmp_pa
 def test_a_listing_that_failed_before_submission_is_not_an_empty_one(
     base: Any, tmp_path: Path
 ) -> None:
+    """A location several runs share (no run id of its own: here the profile's, as a
+    shared folder is): what was there cannot be told from what this run writes."""
     store = Unanswering(tmp_path / "store")
     store.down = True
     write_checkpoint(tmp_path / "store")
     script = [*signalled(), call(4.0, lambda: setattr(store, "down", False)), end(6.0)]
-    rec, _ = run(base, tmp_path, script, store=store)
+    rec, _ = run(base, tmp_path, script, store=store, own_location=False)
     check, message, _ = verdict(rec)
     assert check == "6.5" and rec.checkpoint is None
     assert "could not be listed before submission" in message
@@ -95,6 +97,19 @@ def test_a_listing_that_failed_before_submission_is_not_an_empty_one(
     # Named as the store's, with the store's remedy, not the profile's.
     assert message.startswith("the store (") and "does not answer [mount-io-error]" in message
     assert hint("6.5", message).startswith("The mount's store stopped answering")
+
+
+def test_the_runs_own_location_unlisted_at_submission_is_empty_before_it(
+    base: Any, tmp_path: Path
+) -> None:
+    """Under the run's own prefix (its new run id) nothing of an earlier run can be: a
+    store down for a moment at submission fails no check, and 6.5 passes on what the
+    Worker wrote once the store answers again."""
+    store = Unanswering(tmp_path / "store")
+    store.down = True
+    script = [call(0.1, lambda: setattr(store, "down", False)), *happy_script(tmp_path / "store")]
+    rec, _ = run(base, tmp_path, script, store=store)
+    assert rec.earliest_failure is None and rec.status("6.5") == "passed", rec.phases
 
 
 def test_a_location_under_no_mount_fails_6_5(base: Any, tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import os
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -227,3 +228,27 @@ def test_on_the_cluster_the_job_gets_its_pod_status_and_a_real_object_storage_mo
     while mount.exists():
         assert time.monotonic() < deadline, "the s3fs mount outlived the Job"
         time.sleep(0.3)
+
+
+def test_a_job_deleted_while_the_watch_was_away_is_released_on_the_next_listing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An API server restart: the Jobs' watch lists again, and a Job deleted meanwhile sent
+    no DELETED event; its mounts are released all the same, once."""
+    from kubernetes import client
+
+    from testenv import rlark_platform
+
+    platform = rlark_platform.Platform(client.ApiClient(client.Configuration()), tmp_path)
+    released: list[str] = []
+    monkeypatch.setattr(platform, "_release", lambda job: released.append(job["metadata"]["uid"]))
+    kept = {"metadata": {"uid": "u-kept", "name": "kept", "namespace": "ns"}}
+    gone = {"metadata": {"uid": "u-gone", "name": "gone", "namespace": "ns"}}
+    platform._seen.update({"u-kept": kept, "u-gone": gone})
+    platform.on_jobs_listed([kept])
+    platform.on_jobs_listed([kept])  # listed again: released once
+    for _ in range(50):
+        if released:
+            break
+        time.sleep(0.02)
+    assert released == ["u-gone"]

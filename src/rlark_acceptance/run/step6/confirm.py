@@ -174,12 +174,15 @@ class Outputs:
         shared = runs_own[1] if runs_own is not None else None
 
         own = runs_own[0] if runs_own is not None else plan.output_root
+        # Under the run's own prefix (its new run id) nothing of an earlier run can be.
+        fresh = runs_own is not None
+        expected_fresh = fresh and _under(plan.expected_output, str(own))
 
         def written(job: Job, known: Location | Unlocated | None = None) -> Location | Unlocated:
-            return locate(adapter, job, own, known=known)
+            return locate(adapter, job, own, known=known, fresh=fresh)
 
         def located(job: Job) -> tuple[Location | Unlocated, Location | Unlocated]:
-            expected = locate(adapter, job, plan.expected_output)
+            expected = locate(adapter, job, plan.expected_output, fresh=expected_fresh)
             return expected, written(job, expected)
 
         expected, outputs = located(plan.job)
@@ -207,6 +210,10 @@ class Outputs:
                 )
             )
         return cls(expected, outputs, journal, events)
+
+
+def _under(path: object, folder: str) -> bool:
+    return isinstance(path, str) and (path == folder or path.startswith(folder.rstrip("/") + "/"))
 
 
 def _runs_own(adapter: Adapter, job: Job, root: object) -> tuple[str, str] | None:

@@ -49,12 +49,20 @@ class Unlocated:
 
 
 def locate(
-    adapter: Adapter, job: Job, path: object, *, known: Location | Unlocated | None = None
+    adapter: Adapter,
+    job: Job,
+    path: object,
+    *,
+    known: Location | Unlocated | None = None,
+    fresh: bool = False,
 ) -> Location | Unlocated:
     """The location of ``path`` with its listing before submission, or why there is none.
 
     Taken before submitting: what is already there belongs to earlier runs. A store that
-    ``known`` found not answering a moment ago is not asked again.
+    ``known`` found not answering a moment ago is not asked again. ``fresh``: the location
+    is under this run's own prefix (its run id, new): nothing of an earlier run can be
+    there, so a listing that fails is an empty one, and the store is judged by what the
+    Worker and 6.5 meet (a store down for a moment at submission fails no check).
     """
     if not isinstance(path, str) or not path:
         return Unlocated("no expected output location was prepared")
@@ -66,7 +74,8 @@ def locate(
         return Unlocated(f"{path} lies under no mount: nothing there persists")
     loc = Location(*found)
     if (
-        isinstance(known, Location)
+        not fresh
+        and isinstance(known, Location)
         and known.baseline_error is not None
         and known.store.describe() == loc.store.describe()
     ):
@@ -75,6 +84,9 @@ def locate(
     try:
         loc.baseline = snapshot(loc.store, loc.prefix)
     except StoreError as exc:
+        if fresh:
+            loc.baseline = {}
+            return loc
         # A store that does not answer is named as such (its remedy is the store's, not the
         # profile's), as when it stops answering the Worker later.
         down = (
