@@ -30,3 +30,19 @@ def test_the_committed_figures_name_files_that_exist() -> None:
     figures = json.loads(DURATIONS.read_text(encoding="utf-8"))
     missing = [name for name in figures if not (root / name).is_file()]
     assert figures and missing == [], f"tests/durations.py --write again: {missing}"
+
+
+def test_an_xdist_worker_reads_the_mode_from_the_main_command_line() -> None:
+    """xdist sets a worker's own ``dist`` option to ``no``: the items are collected there."""
+    from types import SimpleNamespace
+
+    from fixtures.test_order import _dist
+
+    argv = ["pytest", "tests/", "-n", "3", "--dist", "loadfile", "--no-loadscope-reorder"]
+    worker = SimpleNamespace(
+        workerinput={"mainargv": argv, "workercount": 3},
+        option=SimpleNamespace(dist="no", numprocesses=None),
+    )
+    assert _dist(worker) == ("loadfile", 3)  # type: ignore[arg-type]
+    main = SimpleNamespace(option=SimpleNamespace(dist="no", numprocesses=None))
+    assert _dist(main) == ("no", 1)  # type: ignore[arg-type]
