@@ -96,6 +96,9 @@ def judge(summary: dict[str, Any], expect: Expect) -> str | None:
         return None if expect.passes else "passed, though its fault cannot be recovered from"
     first = summary.get("earliestFailure") or {}
     message = str(first.get("message", ""))
+    if message.startswith(("error in setup", "error in teardown")):
+        # The harness's own error, whatever it names: never a verdict on the platform.
+        return f"{verdict} at {first.get('check')} by an error of the harness: {message[:300]}"
     for component in sorted(expect.names):
         if any(word in message for word in NAMES[component]):
             return None

@@ -229,11 +229,18 @@ def happy(
     )
     ad = open_adapter(profile, scratch_root=str(tmp_path_factory.mktemp("happy")))
     assert isinstance(ad, LocalAdapter)
-    store = None
+    ckpt = next(m for m in job.roles[0].mounts if m.name == "ckpt")
+    store = ad.store_for(job, ckpt)
+    assert isinstance(store, S3Store) and store.list() == []  # this run writes all of it
     try:
-        ckpt = next(m for m in job.roles[0].mounts if m.name == "ckpt")
-        store = ad.store_for(job, ckpt)
-        assert isinstance(store, S3Store) and store.list() == []  # this run writes all of it
+        yield _happy_run(ad, job, manifest, store)
+    finally:
+        clear_prefix(store)  # the run's own prefix: nothing of another run's
+
+
+def _happy_run(ad: LocalAdapter, job: Job, manifest: str, store: S3Store) -> HappyRun:
+    """The run, its adapter closed before the tests read it (nothing of it runs on)."""
+    try:
         t0 = time.monotonic()
         ref = ad.submit(job, manifest)
         submit_s = time.monotonic() - t0
@@ -274,11 +281,9 @@ def happy(
             f"\nlocal happy path: submit {run.submit_s:.2f}s, Running after {run.running_s:.2f}s, "
             f"Ray head {run.ray_s:.1f}s, terminal after {run.total_s:.1f}s, delete {delete_s:.2f}s"
         )
-        yield run
+        return run
     finally:
         ad.close()
-        if isinstance(store, S3Store):
-            clear_prefix(store)  # the run's own prefix: nothing of another run's
 
 
 def test_job_is_listed_with_one_labelled_pod_on_the_node(happy: HappyRun) -> None:

@@ -36,6 +36,16 @@ def test_a_fault_that_cannot_be_recovered_must_be_named() -> None:
     assert "naming kubelet nowhere" in str(judge(CONFIG, kubelet))
 
 
+def test_an_error_of_the_harness_is_never_a_right_verdict() -> None:
+    """What the first soak met: the adapter's own error at the clean-up, reported at 6.1,
+    whose text happened to name the kubelet."""
+    escaped = red(
+        "6.1", "error in setup: KubernetesAdapterError: ... whose kubelet does not answer"
+    )
+    why = judge(escaped, Expect(False, frozenset({"kubelet"})))
+    assert why is not None and "an error of the harness" in why, why
+
+
 def test_a_run_another_runs_fault_overlapped_may_also_name_that_fault() -> None:
     widened = Expect(True).widened("store")
     assert judge(GREEN, widened) is None and judge(STORE, widened) is None

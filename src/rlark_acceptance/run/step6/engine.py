@@ -288,14 +288,14 @@ class Engine:
         assert seen.ref is not None
         try:
             self.adapter.delete(seen.ref)
-        except CleanupRefused as exc:
-            seen.deleted = exc
-            rec.worker_left = f"the Worker could not be deleted: {exc}"
-            rec.warnings.append(rec.worker_left)
         except TargetUnreachable as exc:
             seen.deleted = exc
-        except Exception as exc:  # any adapter's other failure: a warning, never the verdict
-            refused = CleanupRefused(f"{type(exc).__name__}: {exc}")
+        except Exception as exc:  # refused (RBAC), or any adapter's own failure: a warning
+            refused = (
+                exc
+                if isinstance(exc, CleanupRefused)
+                else CleanupRefused(f"{type(exc).__name__}: {exc}")
+            )
             seen.deleted = refused
             rec.worker_left = f"the Worker could not be deleted: {refused}"
             rec.warnings.append(rec.worker_left)
