@@ -2,7 +2,8 @@
 platform fault at a random moment of Step 6, every verdict held to the one its faults call for.
 
     python bench/soak.py [--runs 60] [--at-once 2] [--seed 1] [--minutes 90]
-                         [--targets local,kubernetes] [--keep DIR] [--json FILE]
+                         [--targets local,kubernetes] [--faults NAME,...]
+                         [--keep DIR] [--json FILE]
 
 Needs `testenv/testenv up` (the cluster with its real node gpu-node-09, and the S3 server);
 it talks to loopback only. Each run is the suite's Step 6 scenarios on a copy of
@@ -15,19 +16,25 @@ The faults, drawn per run (a fault of a shared service reaches every run in flig
   none           nothing happens (the control)
   api-restart    kube-apiserver SIGKILLed, started again on its etcd data after 5-40 s
   kubelet-kill   the real node's kubelet SIGKILLed (started again after the run)
+  containerd-kill the real node's containerd SIGKILLed, started again after 3-15 s
   s3-restart     the S3 server SIGKILLed, started again on its port and data after 1-8 s
   log-burst      the run script prints 200 MB before the workload
   second-run     a second run of the same profile starts beside it
   pod-evicted    the Worker's Pod evicted through the Eviction API
+  release-beside a release of two local profiles started beside it (their Step 6)
 
 The verdict each calls for: a fault the platform recovers from passes (an outage shorter
 than ``timeouts.apiServer`` minus a margin, a burst, a second run); one it cannot names its
 component in the earliest failure (the API server, the kubelet, the Worker's eviction); an
-S3 server that comes back may be ridden out or named (s3fs may or may not retry through the
-gap). A run a shared fault overlapped may also fail naming that fault's component.
+S3 server or a containerd that comes back may be ridden out or named (s3fs may or may not
+retry through the gap; the kubelet may report its runtime down). A release beside a run is
+accepted on every profile. A run a shared fault overlapped may also fail naming that
+fault's component.
 
-Afterwards: leftovers (Jobs, Pods, local Pod processes, s3fs mounts, the runs' objects,
-local scratch), the harness's peak RSS per run (first and last tenth), each wrong verdict
+Afterwards, one run of each target with no fault (the next run a user starts, which removes
+what runs that could not clean up left: a Worker not deleted, a store that refused), then
+the leftovers (Jobs, Pods, local Pod processes, s3fs mounts, the runs' objects, local
+scratch), the harness's peak RSS per run (first and last tenth), each wrong verdict
 with its record kept under ``--keep``. Prints a Markdown table; ``--json`` writes it all.
 """
 
@@ -38,6 +45,7 @@ import contextlib
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import sys
@@ -59,8 +67,9 @@ from testenv import s3 as testenv_s3  # noqa: E402
 from testenv import state  # noqa: E402
 from tests.adapters import k8s_suite  # noqa: E402
 from tests.adapters.k8s_suite import STARTING, SuiteRun, schedulable_again, waits_for  # noqa: E402
-from tests.adapters.test_kubernetes_faults import LOUD, remove_jobs  # noqa: E402
-from tests.run.suite_runs import site_copy  # noqa: E402
+from tests.adapters.test_kubernetes_faults import LOUD  # noqa: E402
+from tests.release.release_runs import ReleaseRun, release_file, run_release, variant  # noqa: E402
+from tests.run.suite_runs import STEP6_ONLY, site_copy  # noqa: E402
 
 API_SERVER_BOUND_S = 30.0  # timeouts.apiServer, the default the sites keep
 MARGIN_S = 6.0  # an outage this close to the bound may go either way
@@ -68,11 +77,15 @@ SLEEP_BEFORE_S = 12  # the run script's sleep before the workload: 6.4 waits thr
 BURST_LINES = 2_000_000  # 200 MB of 100-byte lines
 
 # What an earliest failure's message says when it names each component.
-NAMES: dict[str, tuple[str, ...]] = {
-    "api": ("API server",),
-    "kubelet": ("kubelet",),
-    "store": ("store", "does not answer", "MountVolume"),
-    "eviction": ("Evicted", "Eviction", "evict", "deleted"),
+# Phrases of the harness's own naming, never a word any message may hold: every Kubernetes
+# run's last warning says "kubelet does not have ClusterDNS IP configured", which names no
+# fault.
+NAMES: dict[str, re.Pattern[str]] = {
+    "api": re.compile(r"API server (?:at )?\S+ (?:is unreachable|refuses|does not answer)"),
+    "kubelet": re.compile(r"(?:its|whose) kubelet "),
+    "store": re.compile(r"the store behind|\[mount-io-error|MountVolume\.SetUp failed"),
+    "runtime": re.compile(r"\[container-runtime-lost\]|container runtime is down"),
+    "eviction": re.compile(r"\[worker-disrupted\]"),
 }
 
 
@@ -100,7 +113,7 @@ def judge(summary: dict[str, Any], expect: Expect) -> str | None:
         # The harness's own error, whatever it names: never a verdict on the platform.
         return f"{verdict} at {first.get('check')} by an error of the harness: {message[:300]}"
     for component in sorted(expect.names):
-        if any(word in message for word in NAMES[component]):
+        if NAMES[component].search(message):
             return None
     wanted = " or ".join(sorted(expect.names)) or "nothing (it should pass)"
     return f"{verdict} at {first.get('check')} naming {wanted!s} nowhere: {message[:300]}"
@@ -131,6 +144,8 @@ FAULTS = (
     Fault("log-burst", ("local", "kubernetes"), None, 0.5),
     Fault("second-run", ("local", "kubernetes"), None, 1.0),
     Fault("pod-evicted", ("kubernetes",), None, 1.0),
+    Fault("containerd-kill", ("kubernetes",), "runtime", 0.7),
+    Fault("release-beside", ("local", "kubernetes"), None, 0.7),
 )
 
 
@@ -150,6 +165,28 @@ class Run:
     run_ids: list[str] = field(default_factory=list)
     window: list[Any] | None = None  # the shared fault it struck, while it lasts
     message: str = ""  # the earliest failure's message
+    release: threading.Thread | None = None  # the release started beside it
+    released: ReleaseRun | None = None
+
+
+def judge_release(run: Run, expect: Expect) -> str | None:
+    """The release started beside ``run``: each profile's record judged as a run's (a shared
+    fault may reach it too), and the release accepted when nothing could make it fail."""
+    released = run.released
+    if released is None:
+        return run.wrong or "the release beside it wrote no release-summary.json"
+    wrong = None
+    for p in released.summary.get("profiles") or []:
+        summary = released.run_summary(str(p["name"]))
+        run.run_ids.append(str(summary.get("runId")))
+        why = judge(summary, expect)
+        wrong = wrong or (f"release profile {p['name']}: {why}" if why else None)
+    verdict = released.summary.get("verdict")
+    accepted = verdict == "accepted" and released.returncode == 0
+    if wrong is None and expect.passes and not expect.names and not accepted:
+        wrong = f"release {verdict} (exit {released.returncode}), every profile passing"
+    run.detail = run.detail or f"release {verdict}"
+    return wrong
 
 
 class Soak:
@@ -212,6 +249,8 @@ class Soak:
         finally:
             for s in (suite, *others):
                 s.kill()
+            if run.release is not None:
+                run.release.join()
         run.ended = time.monotonic()
         self.conclude(run, [suite, *others])
 
@@ -244,6 +283,8 @@ class Soak:
             why = judge(s.summary, expect)
             if why is not None and run.wrong is None:
                 run.wrong = why
+        if run.fault == "release-beside":
+            run.wrong = run.wrong or judge_release(run, expect)
         if run.wrong is not None and self.args.keep:
             keep = Path(self.args.keep) / f"run-{run.index}"
             shutil.copytree(self.tmp / f"run-{run.index}", keep, symlinks=True)
@@ -253,12 +294,37 @@ class Soak:
         fault = run.fault
         if fault == "second-run":
             return [self.start(run, profile, "b")]
+        if fault == "release-beside":
+            run.release = threading.Thread(target=self.release, args=(run,), daemon=True)
+            run.release.start()
+            return []
         if fault == "pod-evicted":
             run.detail = self.evict(suite)
             return []
-        if fault in ("api-restart", "kubelet-kill", "s3-restart"):
+        if fault in ("api-restart", "kubelet-kill", "s3-restart", "containerd-kill"):
             self.shared_fault(run)
         return []
+
+    def release(self, run: Run) -> None:
+        """A release of two copies of the local profile (their Step 6), as a user starts
+        it from the checkout beside the run."""
+        root = self.tmp / f"run-{run.index}" / "release"
+        profiles: list[Path | str] = []
+        for name in ("soak-release-a", "soak-release-b"):
+            site = variant(root, name)
+            text = site.profile.read_text(encoding="utf-8")
+            site.profile.write_text(
+                text.replace("\ntarget:\n", "\ntarget:\n  keepOutputs: never\n", 1),
+                encoding="utf-8",
+            )
+            profiles.append(site.profile)
+        path = release_file(
+            root / "release.yaml", profiles, name=f"soak-{run.index}", select=STEP6_ONLY
+        )
+        try:
+            run.released = run_release(ROOT, root / "reports", "--release", str(path), timeout=1200)
+        except AssertionError as exc:  # no release record: the soak says so
+            run.wrong = run.wrong or f"the release beside it: {str(exc)[:300]}"
 
     def shared_fault(self, run: Run) -> None:
         component = next(f.shared for f in FAULTS if f.name == run.fault)
@@ -283,6 +349,12 @@ class Soak:
                     self.kube_().kill_kubelet()
                     run.detail = "kubelet down until the run ended"
                     return  # started again once this run is over (``heal_kubelet``)
+                elif run.fault == "containerd-kill":
+                    gap = self.rng.uniform(3.0, 15.0)
+                    self.kube_().kill_node_part("containerd")
+                    time.sleep(gap)
+                    self.kube_().start_node_part("containerd")
+                    run.detail = f"{time.monotonic() - began:.0f} s without containerd"
                 else:
                     gap = self.rng.uniform(1.0, 8.0)
                     with state.locked():
@@ -305,9 +377,17 @@ class Soak:
         self.healing.set()
 
     def heal_kubelet(self, run: Run) -> None:
+        """The kubelet started again; the Pods its run's clean-up marked for deletion then go
+        by themselves (waited for, never removed by the soak: what stays is a leftover)."""
         kube = self.kube_()
         kube.start_kubelet()
-        remove_jobs(kube, kube.namespace)
+        core = kube.core()
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            pods = core.list_namespaced_pod(kube.namespace, label_selector=JOB_NAME_LABEL).items
+            if not any(i in p.metadata.name for p in pods for i in run.run_ids if i):
+                break
+            time.sleep(1)
         schedulable_again(kube)
         if run.window is not None:
             self.close_window(run.window)
@@ -330,8 +410,6 @@ class Soak:
     @staticmethod
     def run_id_of(suite: SuiteRun) -> str:
         """The run id the suite printed in its Job's name (``...-<yymmddHHMMSS>-<hex>``)."""
-        import re
-
         found = re.search(r"rlinf-smoke-ppo-mlp-(\d{12}-[0-9a-f]{6})", suite.output)
         return found.group(1) if found else ""
 
@@ -342,12 +420,15 @@ class Soak:
     # --- the soak ------------------------------------------------------------------------------
     def draw(self, index: int) -> Run:
         target = self.rng.choice(self.args.targets)
-        faults = [f for f in FAULTS if target in f.targets]
+        faults = [f for f in FAULTS if target in f.targets and f.name in self.args.faults]
+        if not faults:  # none of the chosen faults strikes this target: its control run
+            faults = [FAULTS[0]]
         fault = self.rng.choices(faults, weights=[f.weight for f in faults])[0]
         expect = {
             "kubelet-kill": Expect(False, frozenset({"kubelet"})),
             "pod-evicted": Expect(False, frozenset({"eviction"})),
             "s3-restart": Expect(True, frozenset({"store"})),
+            "containerd-kill": Expect(True, frozenset({"runtime"})),
         }.get(fault.name, Expect(True))
         return Run(index, target, fault.name, expect)
 
@@ -369,6 +450,14 @@ class Soak:
             time.sleep(self.rng.uniform(0.0, self.args.stagger))
         for t in threads:
             t.join()
+
+    def next_runs(self) -> None:
+        """One run of each target with no fault, as the next run a user starts: it removes
+        what the soak's runs could not (their journals, their Jobs), and must pass."""
+        for target in self.args.targets:
+            run = Run(len(self.runs), target, "next-run", Expect(True))
+            self.runs.append(run)
+            self.guarded(run)
 
     def guarded(self, run: Run) -> None:
         try:
@@ -472,14 +561,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--minutes", type=float, default=90.0, help="no run starts after this")
     p.add_argument("--targets", default="local,kubernetes")
+    p.add_argument(
+        "--faults",
+        default=",".join(f.name for f in FAULTS),
+        help="the faults drawn from (default: all of them)",
+    )
     p.add_argument("--keep", help="where the records of wrong verdicts are kept")
     p.add_argument("--json", help="write the whole soak here")
     args = p.parse_args(argv)
     args.targets = [t for t in args.targets.split(",") if t]
+    args.faults = [f for f in args.faults.split(",") if f]
+    unknown = sorted(set(args.faults) - {f.name for f in FAULTS})
+    if unknown:
+        p.error(f"--faults: no such fault: {', '.join(unknown)}")
     soak = Soak(args)
     before = leftovers(soak)
     try:
         soak.go()
+        soak.next_runs()
     finally:
         # The platform releases a Job's mounts once its Pods are gone, a little later.
         settle = time.monotonic() + 60

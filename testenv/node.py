@@ -123,7 +123,7 @@ def _bins() -> dict[str, str]:
 
 def up(state: State, apiserver_port: int, kubeconfig: Path, ca: Path, kubectl: Any) -> None:
     node = state.node
-    if node is not None and _restart_dead_relays(node):
+    if node is not None and node.kubelet_argv and _restart_dead_parts(node):
         # The kubelet reconnects by itself; Ready again within its status interval.
         with contextlib.suppress(RuntimeError):
             _wait(lambda: _running(node, kubectl), 60, f"node {NODE_NAME} Ready again")
@@ -157,7 +157,6 @@ def up(state: State, apiserver_port: int, kubeconfig: Path, ca: Path, kubectl: A
     cgroups_up()
     files = write_configs(node, ca)
     bins = _bins()
-    logs = state_root() / "logs"
     fwd_port = proc.free_port()
     # Host end: the API server and, when it runs, the S3 server (each its own port).
     upstream = {"kubernetes": fwd_port}
@@ -187,13 +186,8 @@ def up(state: State, apiserver_port: int, kubeconfig: Path, ca: Path, kubectl: A
         ),
         "HOME": str(d),
     }
-    node.pids["containerd"] = proc.spawn(
-        in_netns(bins["containerd"], "--config", str(files["containerd"])),
-        logs / "node-containerd.log",
-        env,
-        d,
-    )
-    _wait(lambda: sock().exists(), 30, "containerd socket")
+    node.kubelet_env = env
+    start_containerd(node)
     import_image(pause, image.PAUSE_IMAGE)
     import_image(worker, image.WORKER_IMAGE)
     node.worker_key = image.worker_key()
@@ -210,7 +204,6 @@ def up(state: State, apiserver_port: int, kubeconfig: Path, ca: Path, kubectl: A
         "nvidia.com/gpu.present=true",
         "--v=2",
     )
-    node.kubelet_env = env
     start_kubelet(node)
 
     def registered() -> bool:
@@ -261,18 +254,44 @@ def start_relay(node: NodeState, name: str) -> int:
     return node.pids[name]
 
 
-def _restart_dead_relays(node: NodeState) -> bool:
-    """Start again a relay that died (killed, crashed) while containerd and the kubelet run:
-    the node needs no restart for it, only the relay on its own routes. True if one was."""
+def _restart_dead_parts(node: NodeState) -> bool:
+    """Start again a part of the node that died (killed, crashed) while its network stands:
+    containerd (the running containers' shims outlive it and it finds them again), the
+    kubelet (its state dir is kept), a relay on its own routes. The node needs no rebuild
+    for any of them. True if one was started."""
+    if not Path(f"/run/netns/{node.netns}").exists() or not node.netns:
+        return False  # the machine lost the node's network (a reboot): `up` builds it anew
     bins = _bins()
-    if not all(proc.alive(node.pids.get(c, 0), bins[c]) for c in ("containerd", "kubelet")):
-        return False
     restarted = False
+    if not proc.alive(node.pids.get("containerd", 0), bins["containerd"]):
+        start_containerd(node)
+        restarted = True
+    if not proc.alive(node.pids.get("kubelet", 0), bins["kubelet"]):
+        start_kubelet(node)
+        restarted = True
     for name, routes in (("forward", node.forward_routes), ("services", node.services_routes)):
         if routes and not proc.alive(node.pids.get(name, 0), bins[name]):
             start_relay(node, name)
             restarted = True
     return restarted
+
+
+def start_containerd(node: NodeState) -> int:
+    """Start the node's containerd (again, after it died: its root and the running
+    containers' shims are kept, and it finds them again); returns once its socket answers."""
+    logs = state_root() / "logs"
+    config = node_dir() / "containerd" / "config.toml"
+    with contextlib.suppress(FileNotFoundError):
+        sock().unlink()  # a killed containerd leaves its socket: it is not an answer
+    pid = proc.spawn(
+        in_netns(_bins()["containerd"], "--config", str(config)),
+        logs / "node-containerd.log",
+        node.kubelet_env,  # the same PATH and HOME as the kubelet's (its shim beside it)
+        node_dir(),
+    )
+    node.pids["containerd"] = pid
+    _wait(lambda: sock().exists(), 30, "containerd socket")
+    return pid
 
 
 def start_kubelet(node: NodeState) -> int:

@@ -152,7 +152,13 @@ def test_provenance_and_budgets_have_the_documented_keys(tmp_path: Path) -> None
 
 def test_run_summary_has_the_documented_keys() -> None:
     from rlark_acceptance.model.findings import Location
-    from rlark_acceptance.run.report import CheckResult, RunReport, ScenarioRecord, kind_of
+    from rlark_acceptance.run.report import (
+        NOT_APPLICABLE,
+        CheckResult,
+        RunReport,
+        ScenarioRecord,
+        kind_of,
+    )
 
     doc = documented("earliestFailure")
     report = RunReport("profiles/local.yaml")
@@ -172,6 +178,8 @@ def test_run_summary_has_the_documented_keys() -> None:
     )
     neg = ScenarioRecord("c", "no first signal", "troubleshooting", ["6.4"], kind_of(("negative",)))
     report.add(neg).finish("failed", message="boom")
+    na = ScenarioRecord("d", "a stall", "training faults", ["T.1"], kind_of(("negative",)))
+    report.add(na).finish("skipped", message=f"{NOT_APPLICABLE}another workload")
     report.outputs = {"checkpoint": "s3://b/p", "steps": [2], "kept": "s3://b/p", "removed": 0}
     report.error = "a usage error"
     report.interrupted, report.interrupted_at = True, "b"
@@ -183,6 +191,8 @@ def test_run_summary_has_the_documented_keys() -> None:
     assert set(real["earliestFailure"]) == set(doc["earliestFailure"])
     assert set(real["selfChecks"]) == set(doc["selfChecks"])
     assert set(real["selfChecks"]["inconclusive"][0]) == set(doc["selfChecks"]["inconclusive"][0])
+    na_doc = doc["selfChecks"]["notApplicable"][0]
+    assert set(real["selfChecks"]["notApplicable"][0]) == set(na_doc)
     assert set(real["outputs"]) == set(doc["outputs"])
     statuses = {"passed", "failed", "skipped", "notReached"}
     assert set(real["checks"].values()) <= statuses

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from rlark_acceptance.adapters.base import TargetUnreachable
+from rlark_acceptance.adapters.base import LeftoversRemoved, TargetUnreachable
 from rlark_acceptance.model.profile import KeepOutputs, Profile
 from rlark_acceptance.run.report import hint
 from tests.run.scripted import (
@@ -190,6 +190,42 @@ def test_a_worker_whose_kubelet_stopped_answering_fails_6_5_naming_it(
     check, message, _ = verdict(rec)
     assert check == "6.5" and "its kubelet does not answer" in message, message
     assert "may be left in namespace ns" in message, message
+
+
+def test_what_a_run_could_not_remove_is_removed_by_the_next_run(
+    base: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run whose Worker could not be deleted (its node's kubelet gone) keeps what it wrote
+    while the Worker may still write; its journal is left to the next run of the location,
+    which removes those objects as it removes a killed run's, and leaves none of its own."""
+    monkeypatch.setenv("RLARK_ACCEPTANCE_STATE", str(tmp_path / "state"))
+    journals = tmp_path / "state" / "outputs"
+    gone = TargetUnreachable("node gpu-node-09: its kubelet does not answer", "job x may be left")
+    never = keeping(base, "never")  # a red run's outputs are not the user's to read
+    first, _ = run(never, tmp_path, happy_script(tmp_path / "store"), delete_fails=gone)
+    assert first.status("6.5") == "failed", "the kubelet is named at 6.5"
+    assert first.outputs_kept and "the next run of this location removes them" in first.outputs_kept
+    kept = stored(tmp_path / "store")
+    assert kept and len(list(journals.glob("*.json"))) == 1, (kept, list(journals.iterdir()))
+    with pytest.warns(LeftoversRemoved, match=r"removed 1 object\(s\) written by a run that died"):
+        second, _ = run(base, tmp_path, happy_script(tmp_path / "store"))
+    assert second.passed and second.outputs_removed == 1, second.outputs_kept
+    assert stored(tmp_path / "store") == [], "neither run's checkpoint is left"
+    assert not list(journals.glob("*.json")), "both journals are gone"
+
+
+def test_a_run_keeping_its_outputs_by_policy_hands_nothing_on(
+    base: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the profile keeps (a failed run, ``onFailure``) is the user's to read: no later
+    run removes it."""
+    monkeypatch.setenv("RLARK_ACCEPTANCE_STATE", str(tmp_path / "state"))
+    failing = {"cluster": {"num_nodes": 2}}
+    first, _ = run(base, tmp_path, happy_script(tmp_path / "store"), validated=failing)
+    assert first.outputs_kept and "next run" not in first.outputs_kept
+    # No journal left: a later run has nothing that names these objects as its to remove.
+    assert not list((tmp_path / "state" / "outputs").glob("*.json"))
+    assert len(stored(tmp_path / "store")) == 1, "the failed run's checkpoint stays"
 
 
 def test_a_refused_clean_up_is_a_warning_and_the_verdict_stands(base: Any, tmp_path: Path) -> None:

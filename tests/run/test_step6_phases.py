@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from rlark_acceptance.adapters.base import JobRef, PodStatus, TargetUnreachable
+from rlark_acceptance.run.report import hint
 from rlark_acceptance.run.step6 import Progress, build_plan, confirm_running
 from rlark_acceptance.run.step6.engine import SETTLE_SECONDS, TAIL_GRACE_SECONDS
 from rlark_acceptance.run.step6.location import Location
@@ -501,6 +502,44 @@ def test_a_run_script_that_dies_is_quoted_by_its_first_error(base: Any, tmp_path
         'exit code 1; its first error (log line 6): "ray.exceptions.AuthenticationError: '
         'InvalidAuthToken: the token was refused"; the run script printed no progress-like line'
     ) in message, message
+
+
+@pytest.mark.parametrize("reason", ["EvictionByEvictionAPI", "Evicted", "DeletionByTaintManager"])
+def test_a_worker_the_cluster_took_away_has_the_clusters_remedy_not_the_configs(
+    base: Any, tmp_path: Path, reason: str
+) -> None:
+    """An evicted (preempted, tainted-off) Worker dies of SIGTERM, and what it printed while
+    it was stopped is a knock-on: the remedy is the cluster's, never "check the RLinf
+    config" (what an evicted Worker was told before)."""
+    script = [
+        *started(),
+        line(2.6, "Traceback (most recent call last):"),
+        line(2.7, '  File "/workspace/smoke/run.py", line 3, in <module>'),
+        line(2.8, "KeyboardInterrupt"),
+        end(3.0),
+        pod(3.1, "Failed", exit_code=143, reason=reason, message="Eviction API: evicting"),
+    ]
+    rec, _ = run(base, tmp_path, script)
+    check, message, _ = verdict(rec)
+    assert check == "6.4" and f"{reason} [worker-disrupted], exit code 143" in message, message
+    said = hint(check, message)
+    assert said.startswith("The Worker was stopped from outside"), said
+    assert "(first error: The cluster took the Worker's Pod away;" in said, said
+
+
+@pytest.mark.parametrize(("reason", "code"), [("Unknown", 255), ("ContainerStatusUnknown", 137)])
+def test_a_worker_whose_container_the_runtime_lost_has_the_runtimes_remedy(
+    base: Any, tmp_path: Path, reason: str, code: int
+) -> None:
+    """What a containerd killed under a running Worker leaves (seen on the real node): the
+    kubelet reports the container ended "Unknown" with 255. The node's runtime is named,
+    not the RLinf config."""
+    script = [*started(), end(3.0), pod(3.1, "Failed", exit_code=code, reason=reason)]
+    rec, _ = run(base, tmp_path, script)
+    check, message, _ = verdict(rec)
+    assert check == "6.4", message
+    assert f"{reason} [container-runtime-lost], exit code {code}" in message, message
+    assert hint(check, message).startswith("The kubelet could not learn how the Worker ended")
 
 
 def test_a_worker_that_succeeds_quotes_no_error_line(base: Any, tmp_path: Path) -> None:

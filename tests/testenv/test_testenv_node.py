@@ -185,30 +185,43 @@ def test_a_changed_worker_image_is_imported_without_restarting_the_node(
     assert node.healthy(after, cluster_kubectl)
 
 
+SLEEPER = "import time; print('started', flush=True); time.sleep(8); print('ended', flush=True)"
+
+
 @pytest.mark.cluster_alone
-def test_up_starts_dead_relays_of_the_node_again_without_restarting_it(
+def test_up_starts_dead_parts_of_the_node_again_without_rebuilding_it(
     kube_env: KubeEnv, pods: list[str]
 ) -> None:
-    """Both relays killed (the host end's to the API server, the Service network's): `up`
-    starts them again on their own routes; containerd and the kubelet keep running, and a Pod
-    is placed and run through them and reaches the S3 Service."""
+    """containerd and both relays killed (the host end's to the API server, the Service
+    network's): `up` starts each again on its own config and routes, without rebuilding the
+    node; the kubelet keeps running, a container running meanwhile is found again by the new
+    containerd and ends with its log, and a new Pod is placed and run through them and reaches
+    the S3 Service."""
     import testenv.__main__ as testenv_cli
 
     before = state.load().node
     assert before is not None
-    for relay in ("forward", "services"):
-        os.kill(before.pids[relay], signal.SIGKILL)
-    relays = [before.pids["forward"], before.pids["services"]]
-    wait_for("the relays gone", lambda: not any(proc.alive(pid) for pid in relays), 20)
+    waiting = real_pod(kube_env, pods, ["python", "-c", SLEEPER])
+    wait_for("the running Pod", lambda: read(kube_env, waiting).status.phase == "Running")
+    dead = ("containerd", "forward", "services")
+    for part in dead:
+        os.kill(before.pids[part], signal.SIGKILL)
+    wait_for("the parts gone", lambda: not any(proc.alive(before.pids[p]) for p in dead), 20)
     assert not node.healthy(state.load().node, cluster_kubectl)
     testenv_cli.up("cluster")
     after = state.load().node
     assert after is not None and node.healthy(after, cluster_kubectl)
-    for relay in ("forward", "services"):
-        assert after.pids[relay] != before.pids[relay] and proc.alive(after.pids[relay])
-    assert {c: after.pids[c] for c in ("containerd", "kubelet")} == {
-        c: before.pids[c] for c in ("containerd", "kubelet")
-    }
+    for part in dead:
+        assert after.pids[part] != before.pids[part] and proc.alive(after.pids[part])
+    assert after.pids["kubelet"] == before.pids["kubelet"] and after.netns == before.netns
+    ran = wait_for(
+        "the Pod that ran through it to end",
+        lambda: (p := read(kube_env, waiting)).status.phase in ("Succeeded", "Failed") and p,
+    )
+    log = kube_env.core().read_namespaced_pod_log(
+        waiting, kube_env.namespace, _preload_content=False
+    )
+    assert (ran.status.phase, log.data.decode()) == ("Succeeded", "started\nended\n")
     script = (
         "import os, socket\n"
         "socket.create_connection((os.environ['S3_SERVICE_HOST'], 80), 5).close()\n"

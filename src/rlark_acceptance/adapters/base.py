@@ -106,6 +106,31 @@ FATAL_REASONS = frozenset(
 )
 
 
+# Why the cluster took a Pod away, as its status or its DisruptionTarget condition says: the
+# Worker was stopped from outside (an eviction, a preemption, its node lost or shut down),
+# whatever it printed while it was being stopped.
+DISRUPTION_REASONS = frozenset(
+    {
+        "EvictionByEvictionAPI",
+        "PreemptionByScheduler",
+        "PreemptionByKubeScheduler",
+        "DeletionByTaintManager",
+        "DeletionByPodGC",
+        "TerminationByKubelet",
+        "Evicted",
+        "Preempting",
+        "NodeLost",
+        "NodeShutdown",
+    }
+)
+
+
+# How a container ended when its node's runtime lost it (a containerd restarted under it, a
+# shim killed): the kubelet could not learn how the Worker ended, and reports this instead
+# (with exit code 255, or 137 for ContainerStatusUnknown).
+RUNTIME_LOST_REASONS = frozenset({"Unknown", "ContainerStatusUnknown"})
+
+
 # The reason of the Warning a target puts when lines of the Worker's log were lost unread
 # (the kubelet rotated them away before the follow reached them).
 LOG_LOST = "LogRotated"

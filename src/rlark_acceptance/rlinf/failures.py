@@ -177,6 +177,27 @@ MOUNT_IO_ERROR = FailureClass(
     "(endpoint, credentials, bucket, quota), not the RLinf config.",
 )
 
+# Not read from the log: what the target reports of the Worker's Pod (``observed.pod_text``
+# tags a Pod the cluster took away, or whose container its runtime lost, with these), so
+# the run's remedy is the cluster's.
+WORKER_DISRUPTED = FailureClass(
+    "worker-disrupted",
+    "The cluster took the Worker's Pod away",
+    "The Worker was stopped from outside (evicted, preempted, its node lost, tainted or "
+    "shut down), not by RLinf: read the Pod's DisruptionTarget condition and the node's "
+    "events; check node pressure, PodDisruptionBudgets, priority classes and taints, not "
+    "the RLinf config.",
+)
+
+CONTAINER_RUNTIME_LOST = FailureClass(
+    "container-runtime-lost",
+    "The node's container runtime lost the Worker's container",
+    "The kubelet could not learn how the Worker ended: the node's container runtime "
+    "(containerd, CRI-O) lost its container (the runtime restarted or its shim was "
+    "killed). Check the runtime's service and log on the node and the kubelet's log, not "
+    "the RLinf config.",
+)
+
 # Most specific first: an I/O error on a checkpoint path is the store's, not the resume
 # path's; an ImportError about EGL is rendering, not the rollout backend; a worker Ray
 # killed for memory is the memory's fault, not a knock-on.
@@ -612,10 +633,13 @@ def _candidates(text: str, triggers: Sequence[str]) -> list[int]:
     return out
 
 
-_BY_ID = {c.id: c for c in FAILURE_CLASSES}
+_BY_ID = {c.id: c for c in (*FAILURE_CLASSES, WORKER_DISRUPTED, CONTAINER_RUNTIME_LOST)}
 # How a failure's message names the class of its first error (``observed.cause_text``:
 # ``its first error [mount-io-error: …]``), or of what the harness saw itself (a store that
-# does not answer, ``engine.store_down``: ``does not answer [mount-io-error]``).
+# does not answer, ``engine.store_down``: ``does not answer [mount-io-error]``; a Pod the
+# cluster took away: ``EvictionByEvictionAPI [worker-disrupted]``). The first one named wins:
+# the Pod's comes before the log's first error, which is then what the Worker printed while
+# it was stopped.
 _NAMED = re.compile(r"its first error \[(?P<id>[a-z-]+):|\[(?P<bare>[a-z]+(?:-[a-z]+)+)\]")
 
 

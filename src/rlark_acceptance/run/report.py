@@ -35,6 +35,10 @@ from rlark_acceptance.rlinf.failures import class_in
 from rlark_acceptance.run.step6.run_id import new_run_id
 
 Status = Literal["passed", "failed", "notReached", "skipped"]
+
+# How a self-check that cannot apply to the profile says so when it skips (its reason's
+# start): the record lists it under ``selfChecks.notApplicable``.
+NOT_APPLICABLE = "not applicable: "
 Kind = Literal["profile", "self-check"]
 Verdict = Literal["passed", "failed", "interrupted"]
 
@@ -223,11 +227,16 @@ class RunReport:
         passed = 0
         failed: list[dict[str, Any]] = []
         inconclusive: list[dict[str, Any]] = []
+        not_applicable: list[dict[str, Any]] = []
         for s in sorted(self.of_kind("self-check"), key=_doc_order):
             if not s.ran:
                 continue
             if s.outcome == "passed":
                 passed += 1
+            elif s.outcome == "skipped" and (s.message or "").startswith(NOT_APPLICABLE):
+                # Proves nothing either way for this profile: said, never counted passing.
+                said = s.message or ""
+                not_applicable.append({"check": s.own_check, "scenario": s.name, "reason": said})
             elif s.outcome == "failed":
                 entry = {"check": s.own_check, "scenario": s.name, "message": s.message}
                 reason = self.inconclusive(s, profile_failed)
@@ -239,6 +248,8 @@ class RunReport:
         out: dict[str, Any] = {"passed": passed, "failed": failed}
         if inconclusive:
             out["inconclusive"] = inconclusive
+        if not_applicable:
+            out["notApplicable"] = not_applicable
         return out
 
     def summary(self) -> dict[str, Any]:

@@ -411,6 +411,13 @@ def terminal_lines(data: dict[str, Any], path: Path) -> list[str]:
             f"fails at {at}, and they start from it)"
         )
         out += [f"  INCONCLUSIVE [{x['check']}|self-check] {x['scenario']}" for x in inconclusive]
+    not_applicable = self_checks.get("notApplicable") or []
+    if not_applicable:
+        out.append(
+            f"self-checks not applicable to this profile: {len(not_applicable)} (not passes: "
+            "they break the training through the smoke workload, which it does not run)"
+        )
+        out += [f"  N/A [{x['check']}|self-check] {x['scenario']}" for x in not_applicable]
     for warning in data.get("warnings") or []:
         out.append(f"warning: {warning}")
     if data["durations"]:

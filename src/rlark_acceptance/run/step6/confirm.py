@@ -146,14 +146,18 @@ def _finish(adapter: Adapter, engine: Engine, plan: Step6Plan, where: Outputs) -
         rec.pods, rec.events = _evidence(adapter, rec, lost)
     _log_lost(rec, lost)
     _not_reached(rec)
+    left = False
     try:
         if plan.delete_after:
-            settle_outputs(
+            left = settle_outputs(
                 adapter, rec, where.outputs, plan.keep_outputs, worker_deleted=engine.worker_deleted
             )
     finally:
         if where.journal is not None:
-            where.journal.close()
+            if left:
+                where.journal.hand_on()
+            else:
+                where.journal.close()
 
 
 @dataclass

@@ -9,6 +9,10 @@ free belongs to a run that died. The next run on the same location removes what 
 now and was not in the dead run's listing, then the journal; while another live run holds a
 journal on that location nothing is removed (its writes could not be told apart).
 
+A run that ends with objects it could not remove (its Worker could not be deleted and may
+still write, or the store refused) leaves its journal unlocked, as a killed run does: the
+next run removes them.
+
 A run whose outputs go to its own location (``run_id``: the profile's location with the run
 id appended) journals that location with the run id and the profile's location it belongs
 to (``shared``). The next run of the profile finds a dead run's journal by the shared
@@ -61,6 +65,12 @@ class Journal:
         with contextlib.suppress(OSError):
             self.path.unlink()
         self._fh.close()  # releases the lock
+
+    def hand_on(self) -> None:
+        """Release the lock and keep the journal: this run ends with objects it could not
+        remove (its Worker could not be deleted, the store refused), and the next run of the
+        location removes them as it removes a killed run's."""
+        self._fh.close()
 
 
 def identity(loc: Location) -> str:

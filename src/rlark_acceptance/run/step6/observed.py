@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from rlark_acceptance.adapters.base import (
+    DISRUPTION_REASONS,
     FATAL_REASONS,
+    RUNTIME_LOST_REASONS,
     CleanupRefused,
     Event,
     Happening,
@@ -22,7 +24,7 @@ from rlark_acceptance.adapters.base import (
     SubmitRejected,
     TargetUnreachable,
 )
-from rlark_acceptance.rlinf.failures import Cause
+from rlark_acceptance.rlinf.failures import CONTAINER_RUNTIME_LOST, WORKER_DISRUPTED, Cause
 from rlark_acceptance.run.step6.log import LogReader, StepCounter
 from rlark_acceptance.run.step6.readings import Checkpoints, Scalars
 from rlark_acceptance.run.step6.record import LogTail
@@ -40,7 +42,12 @@ def pod_text(pod: PodStatus | None) -> str:
     if pod is None:
         return "no Pod status"
     parts = [f"pod {pod.name} {pod.phase}"]
-    if pod.reason:
+    # The cluster's doing, not RLinf's: tagged, so the remedy is the cluster's.
+    if pod.reason in DISRUPTION_REASONS:
+        parts.append(f"{pod.reason} [{WORKER_DISRUPTED.id}]")
+    elif pod.reason in RUNTIME_LOST_REASONS and pod.terminal:
+        parts.append(f"{pod.reason} [{CONTAINER_RUNTIME_LOST.id}]")
+    elif pod.reason:
         parts.append(pod.reason)
     if pod.exit_code is not None:
         parts.append(f"exit code {pod.exit_code}")

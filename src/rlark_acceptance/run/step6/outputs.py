@@ -26,13 +26,15 @@ def settle_outputs(
     policy: KeepOutputs,
     *,
     worker_deleted: bool,
-) -> None:
+) -> bool:
     """Remove or keep what this run wrote under ``loc``; never hides the run's verdict.
 
     A Worker not deleted yet (``worker_deleted``) is deleted first: still writing, it would
-    write them again."""
+    write them again. True when what this run wrote should go and could not go now (the
+    Worker could not be deleted, the store refused): the run's journal is then left to the
+    next run of the location, which removes them (``journal.Journal.hand_on``)."""
     if isinstance(loc, Unlocated) or loc.baseline is None:
-        return  # no location, or its earlier content is unknown: touch nothing
+        return False  # no location, or its earlier content is unknown: touch nothing
     try:
         try:
             now = loc.store.list(loc.prefix + "/" if loc.prefix else "")
@@ -41,11 +43,11 @@ def settle_outputs(
         baseline = loc.baseline
         written = [o.key for o in now if baseline.get(o.key) != (o.size, o.modified)]
         if not written:
-            return
+            return False
         keep = policy == "always" or (policy == "onFailure" and not rec.passed)
         if keep or not isinstance(loc.store, Removable):
             rec.outputs_kept = f"{loc.where} ({len(written)} objects written by this run)"
-            return
+            return False
         if rec.ref is not None and not worker_deleted:
             try:
                 adapter.delete(rec.ref)
@@ -54,10 +56,13 @@ def settle_outputs(
         if rec.worker_left is not None:
             rec.outputs_kept = (
                 f"{loc.where} ({len(written)} objects written by this run; kept: the Worker "
-                "could not be deleted and may still write)"
+                "could not be deleted and may still write; the next run of this location "
+                "removes them)"
             )
-            return
+            return True
         loc.store.delete(written)
         rec.outputs_removed = len(written)
     except StoreError as exc:
-        rec.outputs_kept = f"{loc.where} (not removed: {exc})"
+        rec.outputs_kept = f"{loc.where} (not removed: {exc}; the next run of it tries again)"
+        return True
+    return False
