@@ -81,7 +81,12 @@ BURST_LINES = 2_000_000  # 200 MB of 100-byte lines
 # run's last warning says "kubelet does not have ClusterDNS IP configured", which names no
 # fault.
 NAMES: dict[str, re.Pattern[str]] = {
-    "api": re.compile(r"API server (?:at )?\S+ (?:is unreachable|refuses|does not answer)"),
+    # The API server named down, or 6.2's "nothing has considered the Pod (is the cluster's
+    # scheduler running and connected to the API server?)" while the scheduler reconnects.
+    "api": re.compile(
+        r"API server (?:at )?\S+ (?:is unreachable|refuses|does not answer)"
+        r"|scheduler running and connected to the API server"
+    ),
     "kubelet": re.compile(r"(?:its|whose) kubelet "),
     "store": re.compile(r"the store behind|\[mount-io-error|MountVolume\.SetUp failed"),
     "runtime": re.compile(r"\[container-runtime-lost\]|container runtime is down"),
@@ -108,7 +113,8 @@ def judge(summary: dict[str, Any], expect: Expect) -> str | None:
     if verdict == "passed":
         return None if expect.passes else "passed, though its fault cannot be recovered from"
     first = summary.get("earliestFailure") or {}
-    message = str(first.get("message", ""))
+    # A run that could not start (its target refused at the outset) says why in ``error``.
+    message = str(first.get("message") or summary.get("error") or "")
     if message.startswith(("error in setup", "error in teardown")):
         # The harness's own error, whatever it names: never a verdict on the platform.
         return f"{verdict} at {first.get('check')} by an error of the harness: {message[:300]}"

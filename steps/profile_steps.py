@@ -24,9 +24,10 @@ def default_profile(profile_path: Path, tmp_path: Path) -> Workspace:
 # own run is held to the training checks all the same; ``./run acceptance`` on the
 # embedded default runs these self-checks.
 NOT_SMOKE = (
-    f"{NOT_APPLICABLE}this self-check breaks the training through the smoke workload's "
-    "smoke.* settings, and this profile's RLinf config has none (another workload); its "
-    "own run is held to the training checks all the same"
+    f"{NOT_APPLICABLE}this self-check breaks the training the way only the smoke workload "
+    "is built to (its smoke.* settings, its single optimizer), and this profile's RLinf "
+    "config has no smoke section (another workload); its own run is held to the training "
+    "checks all the same"
 )
 
 

@@ -74,6 +74,29 @@ def test_a_word_in_a_warning_is_not_a_component_named() -> None:
     assert judge(silent, Expect(True, frozenset({"api"}))) is not None
 
 
+def test_what_the_third_soak_judged_wrong_and_was_right() -> None:
+    """Two records of the third soak named the API server's outage another run had struck,
+    in words the judge did not read: 6.2 asking whether the scheduler is connected to the
+    API server (it had not reconnected yet), and a run that could not start, its target
+    refusing connections (said in ``error``, with no earliest failure)."""
+    outage = Expect(True).widened("api")
+    pending = red(
+        "6.2",
+        "nothing after 30 s (timeouts.scheduled); pod p Pending; no scheduling decision and "
+        "no Event: nothing has considered the Pod (is the cluster's scheduler running and "
+        "connected to the API server?)",
+    )
+    assert judge(pending, outage) is None
+    refused = {
+        "verdict": "failed",
+        "earliestFailure": None,
+        "error": "usage error: target: k: the API server https://127.0.0.1:1 refuses "
+        "connections (Connection refused)",
+    }
+    assert judge(refused, outage) is None
+    assert judge(refused, Expect(True)) is not None  # with no outage, that is no right verdict
+
+
 def test_an_error_of_the_harness_is_never_a_right_verdict() -> None:
     """What the first soak met: the adapter's own error at the clean-up, reported at 6.1,
     whose text happened to name the kubelet."""

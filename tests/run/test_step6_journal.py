@@ -221,3 +221,42 @@ def test_a_dead_run_of_its_own_location_is_removed_there_and_a_live_one_is_not(
     finally:
         for proc in procs.values():
             killed(proc)
+
+
+def test_a_handed_on_run_of_its_own_location_is_looked_at_until_nothing_is_left(
+    state: Path, store: FileStore
+) -> None:
+    """A run whose Worker could not be deleted hands its journal on; the Worker may write on
+    after the next run's removal (the soak met its TensorBoard events file so, left for
+    good). The journal stays while a run finds something there, and goes with the first
+    run that finds nothing."""
+    own = FileStore(store.root / "run-undeleted")
+    own.root.mkdir()
+    journal = open_journal(
+        Location(own, "", snapshot(own, "")),
+        run_id="run-undeleted",
+        shared=identity(Location(store, "")),
+    )
+    assert journal is not None
+    (own.root / "global_step_1.bin").write_bytes(b"checkpoint")
+    journal.hand_on()
+    mine = FileStore(store.root / "run-next")
+    mine.root.mkdir()
+
+    def sweep() -> list[str]:
+        def locate_run(run_id: str) -> Location:
+            there = FileStore(store.root / run_id)
+            return Location(there, "", snapshot(there, ""))
+
+        return sweep_dead_runs(
+            location(mine), shared=identity(Location(store, "")), locate_run=locate_run
+        )
+
+    with pytest.warns(LeftoversRemoved, match="removed 1 object"):
+        assert sweep() == ["global_step_1.bin"]
+    assert len(list(state.glob("*.json"))) == 1, "it found some: the journal stays"
+    (own.root / "events.out.tfevents.1").write_bytes(b"written on by the undeleted Worker")
+    with pytest.warns(LeftoversRemoved, match="removed 1 object"):
+        assert sweep() == ["events.out.tfevents.1"]
+    assert sweep() == [] and not list(state.glob("*.json")), "nothing more: it goes"
+    assert (store.root / "earlier-run.bin").exists()

@@ -197,7 +197,9 @@ def test_what_a_run_could_not_remove_is_removed_by_the_next_run(
 ) -> None:
     """A run whose Worker could not be deleted (its node's kubelet gone) keeps what it wrote
     while the Worker may still write; its journal is left to the next run of the location,
-    which removes those objects as it removes a killed run's, and leaves none of its own."""
+    which removes those objects as it removes a killed run's, and leaves none of its own.
+    (At a location of its own, the journal lingers while the Worker may write on:
+    ``test_step6_journal.py``.)"""
     monkeypatch.setenv("RLARK_ACCEPTANCE_STATE", str(tmp_path / "state"))
     journals = tmp_path / "state" / "outputs"
     gone = TargetUnreachable("node gpu-node-09: its kubelet does not answer", "job x may be left")

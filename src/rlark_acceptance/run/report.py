@@ -35,12 +35,12 @@ from rlark_acceptance.rlinf.failures import class_in
 from rlark_acceptance.run.step6.run_id import new_run_id
 
 Status = Literal["passed", "failed", "notReached", "skipped"]
+Kind = Literal["profile", "self-check"]
+Verdict = Literal["passed", "failed", "interrupted"]
 
 # How a self-check that cannot apply to the profile says so when it skips (its reason's
 # start): the record lists it under ``selfChecks.notApplicable``.
 NOT_APPLICABLE = "not applicable: "
-Kind = Literal["profile", "self-check"]
-Verdict = Literal["passed", "failed", "interrupted"]
 
 # Tags of scenarios that do not exercise the profile as it is.
 SELF_CHECK_TAGS = frozenset({"negative", "fault-injection", "modified-job", "variant"})

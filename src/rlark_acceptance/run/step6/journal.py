@@ -69,7 +69,15 @@ class Journal:
     def hand_on(self) -> None:
         """Release the lock and keep the journal: this run ends with objects it could not
         remove (its Worker could not be deleted, the store refused), and the next run of the
-        location removes them as it removes a killed run's."""
+        location removes them as it removes a killed run's. Marked handed on: a Worker
+        that could not be deleted may write on after that removal, so at a location of its
+        own the journal stays until a run finds nothing more there."""
+        with contextlib.suppress(OSError, ValueError):
+            self._fh.seek(0)
+            entry = json.loads(self.path.read_text(encoding="utf-8"))
+            self._fh.truncate()
+            json.dump(entry | {"handedOn": True}, self._fh)
+            self._fh.flush()
         self._fh.close()
 
 
@@ -133,7 +141,7 @@ def sweep_dead_runs(
     if not folder.is_dir():
         return []
     dead: list[tuple[Path, set[str]]] = []
-    own: list[tuple[Path, str, set[str]]] = []  # dead runs of their own location
+    own: list[tuple[Path, str, set[str], bool]] = []  # dead runs of their own location
     live_here = False
     for path in sorted(folder.glob("*.json")):
         try:
@@ -151,18 +159,18 @@ def sweep_dead_runs(
                 dead.append((path, baseline))
         elif shared is not None and data.get("shared") == shared and data.get("runId"):
             if _held(path) is False:
-                own.append((path, str(data["runId"]), baseline))
+                own.append((path, str(data["runId"]), baseline, bool(data.get("handedOn"))))
         else:
             _forget_if_stale(path)
     removed: list[str] = []
     if dead and not live_here:  # a live run writing here too: its objects cannot be told apart
         removed += _remove_written(loc, dead)
-    for path, run_id, baseline in own:
+    for path, run_id, baseline, handed_on in own:
         if locate_run is None:
             break
         where = locate_run(run_id)
         if isinstance(where, Location):
-            removed += _remove_written(where, [(path, baseline)])
+            removed += _remove_written(where, [(path, baseline)], linger=handed_on)
     if removed:
         warnings.warn(
             LeftoversRemoved(
@@ -174,9 +182,12 @@ def sweep_dead_runs(
     return removed
 
 
-def _remove_written(loc: Location, dead: list[tuple[Path, set[str]]]) -> list[str]:
+def _remove_written(
+    loc: Location, dead: list[tuple[Path, set[str]]], *, linger: bool = False
+) -> list[str]:
     """What is at ``loc`` now and in none of the dead runs' listings, removed; then their
-    journals."""
+    journals, unless ``linger`` (a handed-on run's own location, whose Worker may still
+    write) and something was there to remove: a later run looks again."""
     if not isinstance(loc.store, Removable):
         return []
     try:
@@ -199,6 +210,8 @@ def _remove_written(loc: Location, dead: list[tuple[Path, set[str]]]) -> list[st
             stacklevel=3,
         )
         return []
+    if linger and written:
+        return written
     for path, _ in dead:
         with contextlib.suppress(OSError):
             path.unlink()
