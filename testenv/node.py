@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from testenv import apt, build, image, proc
-from testenv.node_config import kubelet_kubeconfig, write_configs
+from testenv.node_config import containerd_config, kubelet_kubeconfig, write_configs
 from testenv.node_host import (
     RUN_CONTAINERD,
     VAR_LOG_CONTAINERS,
@@ -256,10 +256,9 @@ def start_relay(node: NodeState, name: str) -> int:
 
 def _restart_dead_parts(node: NodeState) -> bool:
     """Start again a part of the node that died (killed, crashed) while its network stands:
-    containerd (the running containers' shims outlive it and it finds them again), the
-    kubelet (its state dir is kept), a relay on its own routes. The node needs no rebuild
-    for any of them. True if one was started."""
-    if not Path(f"/run/netns/{node.netns}").exists() or not node.netns:
+    containerd (on its kept root), the kubelet (its state dir is kept), a relay on its own
+    routes. The node needs no rebuild for any of them. True if one was started."""
+    if not node.netns or not Path(f"/run/netns/{node.netns}").exists():
         return False  # the machine lost the node's network (a reboot): `up` builds it anew
     bins = _bins()
     restarted = False
@@ -277,10 +276,11 @@ def _restart_dead_parts(node: NodeState) -> bool:
 
 
 def start_containerd(node: NodeState) -> int:
-    """Start the node's containerd (again, after it died: its root and the running
-    containers' shims are kept, and it finds them again); returns once its socket answers."""
+    """Start the node's containerd (again, after it died: on its kept root it finds the
+    shims still running; a container whose shim did not outlive the gap is reported lost,
+    "Unknown", exit 255); returns once its socket answers."""
     logs = state_root() / "logs"
-    config = node_dir() / "containerd" / "config.toml"
+    config = containerd_config()
     with contextlib.suppress(FileNotFoundError):
         sock().unlink()  # a killed containerd leaves its socket: it is not an answer
     pid = proc.spawn(

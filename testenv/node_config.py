@@ -28,6 +28,11 @@ CNI_BIN = "/usr/lib/cni"
 
 
 # --- config files ----------------------------------------------------------------------
+def containerd_config() -> Path:
+    """containerd's config file: written by ``write_configs``, read by each start of it."""
+    return node_dir() / "containerd" / "config.toml"
+
+
 def write_configs(node: NodeState, ca: Path) -> dict[str, Path]:
     d = node_dir()
     cni = d / "cni" / "net.d"
@@ -109,7 +114,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
     stream_server_port = "0"
 """
     (ctd).mkdir(parents=True, exist_ok=True)
-    (ctd / "config.toml").write_text(toml)
+    containerd_config().write_text(toml)
 
     kcfg = {
         "apiVersion": "kubelet.config.k8s.io/v1beta1",
@@ -158,7 +163,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
         "syncFrequency": "5s",
     }
     (d / "kubelet-config.json").write_text(json.dumps(kcfg, indent=2))
-    return {"containerd": ctd / "config.toml", "kubelet": d / "kubelet-config.json"}
+    return {"containerd": containerd_config(), "kubelet": d / "kubelet-config.json"}
 
 
 def kubelet_kubeconfig(admin: Path, host_ip: str, port: int) -> Path:
