@@ -65,7 +65,7 @@ def write_configs(node: NodeState, ca: Path) -> dict[str, Path]:
         f'server = "{CLOSED_REGISTRY}"\n\n[host."{CLOSED_REGISTRY}"]\n'
         '  capabilities = ["pull", "resolve"]\n'
     )
-    ctd = d / "containerd"
+    ctd = containerd_config().parent
     rt = "plugins.'io.containerd.cri.v1.runtime'"
     toml = f"""version = 3
 root = "{ctd / "root"}"
@@ -113,7 +113,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
     stream_server_address = "127.0.0.1"
     stream_server_port = "0"
 """
-    (ctd).mkdir(parents=True, exist_ok=True)
+    ctd.mkdir(parents=True, exist_ok=True)
     containerd_config().write_text(toml)
 
     kcfg = {

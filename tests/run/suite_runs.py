@@ -22,6 +22,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILES = ROOT / "profiles"
+# How long a suite interrupted past its bound has to remove its Worker and stop its services.
+INTERRUPT_GRACE_S = 60.0
 
 # Only the scenarios that exercise the profile as it is (no self-checks): the verdict
 # stays the profile's, and the run stays short.
@@ -201,28 +203,31 @@ def run_suite(
     6.4 took 186 s alone and over 300 s on three test workers sharing 2 cores."""
     reports = site.root.parent / "reports"
     t0 = time.monotonic()
+    proc = subprocess.Popen(
+        [*(wrapper or []), *_command(site, reports, list(args))],
+        cwd=ROOT,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
-        proc = subprocess.run(
-            [*(wrapper or []), *_command(site, reports, list(args))],
-            cwd=ROOT,
-            env=_env(),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-    except subprocess.TimeoutExpired as over:
-        # The bare TimeoutExpired shows only the command; the suite's last lines say which
-        # scenario and which Step 6 wait it was in, which is what explains a slow machine.
+        output, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        # Ctrl-C, as a user would, so the suite removes what it submitted and stops the
+        # services it started (a SIGKILL would leave them to the next test); then its last
+        # lines, which say the scenario and the Step 6 wait it was in.
+        proc.send_signal(signal.SIGINT)
+        try:
+            output, _ = proc.communicate(timeout=INTERRUPT_GRACE_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            output, _ = proc.communicate()
+        tail = "\n".join(output.splitlines()[-40:])
         raise AssertionError(
-            f"the suite did not end in {timeout:.0f} s; its last lines:\n{_tail(over.output)}"
+            f"the suite did not end in {timeout:.0f} s and was interrupted; its last lines:\n{tail}"
         ) from None
-    return _read(proc.returncode, proc.stdout + proc.stderr, reports, time.monotonic() - t0)
-
-
-def _tail(output: bytes | str | None, lines: int = 40) -> str:
-    if isinstance(output, bytes):
-        output = output.decode(errors="replace")
-    return "\n".join((output or "").splitlines()[-lines:])
+    return _read(proc.returncode, output, reports, time.monotonic() - t0)
 
 
 def run_suites_at_once(site: Site, count: int, *args: str, timeout: float = 300) -> list[SuiteRun]:
