@@ -106,10 +106,16 @@ def _running(node: NodeState | None, kubectl: Any) -> bool:
         return False
     out = kubectl("get", "node", NODE_NAME, "-o", "json", check=False)
     try:
-        conds = json.loads(out)["status"]["conditions"]
-    except (ValueError, KeyError):
+        status = json.loads(out)["status"]
+        conds, allocatable = status["conditions"], status.get("allocatable") or {}
+    except (ValueError, KeyError, TypeError):
         return False
-    return any(c["type"] == "Ready" and c["status"] == "True" for c in conds)
+    # Ready is not enough: the kubelet copies the patched GPU capacity into allocatable only
+    # at its next status update, seconds later, and until then the scheduler refuses a Pod
+    # that asks for GPUs (a Worker submitted at once would wait Unschedulable).
+    return allocatable.get(GPU_RESOURCE) == str(GPUS) and any(
+        c["type"] == "Ready" and c["status"] == "True" for c in conds
+    )
 
 
 def _bins() -> dict[str, str]:

@@ -201,8 +201,12 @@ def test_a_second_submission_that_does_not_resume_is_not_accepted_in_every_form_
     assert resume["job"].endswith(f"{run.summary['runId']}-resume"), resume
     assert resume["from"]["step"] == 5, resume
     assert resume["from"]["dir"] == "/mnt/ckpt/logs/smoke_ppo_mlp/checkpoints/global_step_5"
-    # Decided at its first step: the second Worker was deleted there, at step 1 of 7.
-    assert (resume["target"], resume["started"], resume["reached"]) == (7, 1, 1), resume
+    # Decided at its first step, and the second Worker deleted then, long before step 7:
+    # `reached` is the highest step the log had shown by then, and the smoke's steps follow
+    # each other with no pause, so on a loaded machine one read may bring steps 1 and 2 at
+    # once (the verdict is still step 1's).
+    assert (resume["target"], resume["started"]) == (7, 1), resume
+    assert 1 <= resume["reached"] < 7, resume
     assert resume["said"] is None and resume["weightsAtStart"] is None, resume
     # A red run keeps what it wrote, both submissions' alike, and says where.
     kept = run.summary["outputs"]["kept"]
