@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from fixtures.test_order import DURATIONS, spaced
 
@@ -46,3 +47,39 @@ def test_an_xdist_worker_reads_the_mode_from_the_main_command_line() -> None:
     assert _dist(worker) == ("loadfile", 3)  # type: ignore[arg-type]
     main = SimpleNamespace(option=SimpleNamespace(dist="no", numprocesses=None))
     assert _dist(main) == ("no", 1)  # type: ignore[arg-type]
+
+
+def test_the_real_rlinf_files_are_one_unit_of_the_hand_out() -> None:
+    """xdist's scheduler, as ``./run tests`` makes it, gives both real-RLinf files one scope
+    (one worker runs them one after another) and every other file its own."""
+    from types import SimpleNamespace
+
+    from fixtures.test_order import REAL_RLINF, pytest_xdist_make_scheduler
+
+    options = {"dist": "loadfile", "tx": ["3*popen"]}
+    config = SimpleNamespace(getvalue=options.__getitem__, getoption=options.__getitem__)
+    sched = pytest_xdist_make_scheduler(config, None)  # type: ignore[arg-type]
+    scopes = {
+        sched._split_scope("tests/run/test_real_rlinf.py::test_real_rlinf_passes[x]"),
+        sched._split_scope("tests/run/test_real_rlinf_trained_badly.py::test_diverges"),
+    }
+    assert scopes == {REAL_RLINF}
+    other = "tests/run/test_red_runs.py::test_a_red_run"
+    assert sched._split_scope(other) == "tests/run/test_red_runs.py"
+    options["dist"] = "load"
+    assert pytest_xdist_make_scheduler(config, None) is None  # type: ignore[arg-type]
+
+
+def test_every_file_of_real_rlinf_runs_is_in_their_unit() -> None:
+    """A file that runs real RLinf (``tests.run.real_rlinf``) beside the others would put two
+    RLinf runs on the 2 cores again: each must be listed in ``SCOPES``."""
+    from fixtures.test_order import REAL_RLINF, SCOPES
+
+    root = DURATIONS.parent.parent
+    running = {
+        str(path.relative_to(root))
+        for path in (root / "tests").rglob("test_*.py")
+        if re.search(r"^from tests\.run\.real_rlinf import", path.read_text("utf-8"), re.M)
+    }
+    listed = {f for f, scope in SCOPES.items() if scope == REAL_RLINF}
+    assert running and running == listed, (running, listed)
