@@ -21,6 +21,7 @@ the smoke workload: 6.3 passes on the line, 6.4 waits through the sleep.
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -160,8 +161,11 @@ def test_an_api_server_that_stays_down_is_named_within_its_bound(
     job = f"{JOB}-{run.summary['runId']}"  # the run's own Job: its id is in the name
     assert f"job {job} and its Pods may be left in namespace {cluster.namespace}" in msg, msg
     assert "Worker ended" not in msg and "timeouts.firstSignal" not in msg, msg
-    # Red within the bound and the time it takes to notice, far from 6.4's 120 s.
-    assert ended < bound + 30, ended
+    # Red once the API server was silent for its bound, by the harness's own clock, far from
+    # 6.4's 120 s. (The suite ends later: its clean-up and the process's end come after, and
+    # on 2 loaded cores that took 55 s after the kill in a clean-clone run.)
+    silent = re.search(r"no answer for (\d+) s", msg)
+    assert silent is not None and bound <= float(silent.group(1)) < bound + 10, msg
     # The clean-up could not reach the API server: a warning of the record, no scenario's.
     warnings = run.summary.get("warnings") or []
     assert any(JOB in w and "not removed" in w for w in warnings), run.summary
