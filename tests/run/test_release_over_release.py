@@ -54,8 +54,8 @@ def test_a_slower_stage_is_a_warning_then_under_the_strict_policy_a_failure_of_b
 ) -> None:
     site = site_copy(tmp_path)
     # The sleep is no timeout.
-    site.edit(site.profile, "  rayHead: 60\n", "  rayHead: 900\n")
-    site.edit(site.profile, "  firstSignal: 120\n", "  firstSignal: 1200\n")
+    site.edit(site.profile, "  rayHead: 180\n", "  rayHead: 900\n")
+    site.edit(site.profile, "  firstSignal: 360\n", "  firstSignal: 1200\n")
     with site.profile.open("a", encoding="utf-8") as f:
         f.write(f"history: {{last: 5, ratio: {RATIO}}}\n")  # where: --history
     history = tmp_path / "history"
