@@ -76,8 +76,11 @@ def test_a_store_that_stops_answering_fails_6_5_with_the_cause(base: Any, tmp_pa
     assert check == "6.5" and at < 12.0
     assert message == (
         f"file://{tmp_path / 'store'}/{CKPT} could not be read while the Worker ran: "
+        "the store does not answer [mount-io-error]: "
         f"{CKPT}/: EndpointConnectionError: Could not connect (after 4 attempts)"
     )
+    # The store's remedy, not the doc's for 6.5 (where RLinf writes its checkpoints).
+    assert hint("6.5", message).startswith("The mount's store stopped answering")
 
 
 def test_a_listing_that_failed_before_submission_is_not_an_empty_one(

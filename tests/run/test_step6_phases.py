@@ -208,8 +208,19 @@ def test_6_3_waits_for_its_timeout_while_the_worker_is_silent(base: Any, tmp_pat
     rec, _ = run(base, tmp_path, [*running(), line(1.5, RAY)])
     check, message, at = verdict(rec)
     assert (check, at) == ("6.3", pytest.approx(61.0))
-    assert (
-        message == "nothing after 60 s (timeouts.rayHead); pod rlinf-smoke-ppo-mlp-worker-0 Running"
+    assert message == (
+        "the run script had printed nothing after Ray started within 60 s (timeouts.rayHead); "
+        "pod rlinf-smoke-ppo-mlp-worker-0 Running"
+    )
+
+
+def test_6_3_at_its_timeout_says_the_ray_head_had_not_started(base: Any, tmp_path: Path) -> None:
+    rec, _ = run(base, tmp_path, [*running(), line(1.5, "Enabling usage stats")])
+    check, message, at = verdict(rec)
+    assert (check, at) == ("6.3", pytest.approx(61.0))
+    assert message == (
+        "the Ray head had not started within 60 s (timeouts.rayHead); "
+        "pod rlinf-smoke-ppo-mlp-worker-0 Running"
     )
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -29,6 +30,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.cluster]
 
 _SHORT = """
 import os
+import signal
 import time
 
 
@@ -146,6 +148,60 @@ def test_a_session_ending_first_leaves_the_s3_server_to_the_run_in_step_6(
             if p is not None and p.poll() is None:
                 p.kill()
                 p.wait(timeout=30)
+        subprocess.run(
+            [sys.executable, "-m", "testenv", "down", "--force"],
+            cwd=REPO_ROOT,
+            env={**os.environ, "RLARK_TESTENV_STATE": str(state)},
+            capture_output=True,
+            timeout=180,
+            check=False,
+        )
+
+
+def _s3fs_mounts_under(root: Path) -> list[str]:
+    with open("/proc/self/mounts", encoding="utf-8") as f:
+        return [line for line in f if " fuse.s3fs " in line and str(root) in line]
+
+
+def test_the_s3_server_killed_by_hand_in_6_4_is_named_as_the_store(tmp_path: Path) -> None:
+    """The embedded default's S3 server, SIGKILLed while the Worker runs and 6.4 waits for
+    its first step (as whoever shares the machine might stop it): the run is red naming the
+    store that stopped answering, with the store's remedy, not the RLinf config or where
+    RLinf writes; and its mounts are gone after it."""
+    state, gate = tmp_path / "state", tmp_path / "unused-gate"
+    env = _env(state, gate)
+    site = site_copy(tmp_path)
+    reports = tmp_path / "reports"
+    deadline = time.monotonic() + 600
+    run = subprocess.Popen(
+        features_command(site.profile, reports, ["-v", "-m", STEP6_ONLY]),
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        seen = output_until(run, "Step 6 waits for 6.4", deadline)
+        os.kill(_server(state), signal.SIGKILL)
+        rest = run.communicate(timeout=max(1.0, deadline - time.monotonic()))[0]
+        output = (seen + rest).decode(errors="replace")
+        assert run.returncode == 1, output[-4000:]
+        summary = json.loads((reports / "run-summary.json").read_text(encoding="utf-8"))
+        first = summary["earliestFailure"]
+        assert summary["verdict"] == "failed" and first is not None, summary
+        print(f"S3 server killed in 6.4: {first['check']}: {first['message'][:300]}")
+        # 6.4 if the Worker hangs on its mount before its first step, 6.5 if that step was
+        # printed (the smoke writes to the mount only at its checkpoint) and the listing of
+        # the checkpoint found no store: either way the store is the cause, in its words.
+        assert first["check"] in ("6.4", "6.5"), first
+        assert "does not answer [mount-io-error]" in first["message"], first["message"]
+        assert first["hint"].startswith("The mount's store stopped answering"), first
+        assert "The mount's store stopped answering" in output, output[-4000:]
+        assert _s3fs_mounts_under(tmp_path) == []
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait(timeout=30)
         subprocess.run(
             [sys.executable, "-m", "testenv", "down", "--force"],
             cwd=REPO_ROOT,

@@ -28,6 +28,7 @@ from rlark_acceptance.run.step6.phase import (
     Phase,
     ReadOutputs,
 )
+from rlark_acceptance.run.step6.readings import store_error
 from rlark_acceptance.storage import CheckpointReport
 
 STORE_RELIST_SECONDS = 1.0
@@ -55,7 +56,9 @@ class Output(Phase):
         if read is None:
             return ReadOutputs(loc)
         if read.error is not None:
-            return Failed(f"{loc.where} could not be read while the Worker ran: {read.error}")
+            return Failed(
+                f"{loc.where} could not be read while the Worker ran: {store_error(read.error)}"
+            )
         report = read.report
         assert report is not None
         if not report.ok:
@@ -95,7 +98,8 @@ class Output(Phase):
             return ReadOutputs(loc, again=True)
         if again.error is not None:
             return Failed(
-                f"{loc.where} could not be read after the Worker was deleted: {again.error}"
+                f"{loc.where} could not be read after the Worker was deleted: "
+                f"{store_error(again.error)}"
             )
         assert again.report is not None
         if not again.report.ok:

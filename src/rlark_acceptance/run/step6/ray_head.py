@@ -39,3 +39,14 @@ class RayHead(Phase):
         else:
             missing = "the run script printed nothing after Ray started"
         return f"{missing}: {seen.pod_text()}"
+
+    def timed_out(self, seen: Observed, seconds: float) -> str:
+        # Which of the two lines never came: a Ray head still starting (a loaded node, an
+        # image that pulls Ray's dependencies at start) is another fault than a run script
+        # that hangs before its first print.
+        if seen.log.ray_line is None:
+            missing = "the Ray head had not started"
+        else:
+            missing = "the run script had printed nothing after Ray started"
+        assert self.bound is not None
+        return f"{missing} within {seconds:.0f} s ({self.bound.key}); {seen.pod_text()}"

@@ -12,8 +12,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from rlark_acceptance.rlinf.failures import MOUNT_IO_ERROR
 from rlark_acceptance.run.step6.location import Listing
-from rlark_acceptance.storage import Store, StoreError
+from rlark_acceptance.storage import Store, StoreError, StoreUnavailable
 from rlark_acceptance.storage.scalars import read_scalars
 from rlark_acceptance.storage.tensors import read_tensors
 
@@ -29,6 +30,16 @@ _STEP_DIR = re.compile(r"(?:^|/)global_step_(\d+)(?:/|$)")
 # DCP shards it is the items next to the model's (``fsdp_checkpoint.optimizers.…``,
 # ``fsdp_checkpoint.lr_schedulers.…``, ``fsdp_checkpoint.rng.cpu``).
 _NOT_WEIGHTS = re.compile(r"(?i)optim|(?:^|[./])(?:lr_sched\w*|rng|\w*_buffer)(?:[./]|$)")
+
+
+def store_error(exc: StoreError) -> str:
+    """A failed read of the store as a check's failure quotes it. A store that cannot be
+    reached (refused, reset, timed out after the retries) is tagged with the failure class
+    of a mounted store that stopped answering, so the remedy shown is the store's: the
+    doc's remedy for the check (where RLinf writes, its config) is not where to start."""
+    if isinstance(exc, StoreUnavailable):
+        return f"the store does not answer [{MOUNT_IO_ERROR.id}]: {exc}"
+    return str(exc)
 
 
 @dataclass(frozen=True)
@@ -89,7 +100,7 @@ def scalars_at(
     try:
         report = read_scalars(store, prefix, since=baseline)
     except StoreError as exc:
-        return Scalars(at, where, error=str(exc))
+        return Scalars(at, where, error=store_error(exc))
     return Scalars(
         at,
         where,
@@ -113,7 +124,7 @@ def checkpoints_at(
     try:
         objects = store.list(prefix + "/" if prefix else "")
     except StoreError as exc:
-        return Checkpoints(at, where, error=str(exc))
+        return Checkpoints(at, where, error=store_error(exc))
     known = baseline or {}
     new = [o for o in objects if known.get(o.key) != (o.size, o.modified)]
     stale: list[str] = []
@@ -128,7 +139,7 @@ def checkpoints_at(
         first = weights_of(store, steps[0], by_step[steps[0]])
         last = first if len(steps) == 1 else weights_of(store, steps[-1], by_step[steps[-1]])
     except StoreError as exc:
-        return Checkpoints(at, where, steps=steps, stale=tuple(stale), error=str(exc))
+        return Checkpoints(at, where, steps=steps, stale=tuple(stale), error=store_error(exc))
     return Checkpoints(at, where, steps=steps, first=first, last=last, stale=tuple(stale))
 
 
