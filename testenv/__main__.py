@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import shutil
 import sys
 import time
@@ -232,6 +233,10 @@ def main(argv: list[str] | None = None) -> int:
             return 0 if ok and recorded else 1
     except (build.BuildError, RuntimeError) as exc:
         build.say(f"error: {exc}")
+        return 1
+    except BrokenPipeError:
+        # The reader went away (``status | head``): nothing more to say, and no traceback.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     return 0
 

@@ -140,3 +140,23 @@ def _down_with_a_corrupt_record(root: Path) -> None:
         assert not (root / "state.json").exists()
     finally:
         proc.stop(pid, exe)
+
+
+def test_status_to_a_reader_that_went_away_ends_without_a_traceback(root: Path) -> None:
+    """``testenv status | head -3``: the rest of its lines have no reader."""
+    r, w = os.pipe()
+    os.close(r)  # the reader is gone before the first line is written
+    try:
+        done = subprocess.run(
+            [TESTENV, "status"],
+            stdout=w,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            check=False,
+            env={**os.environ, "RLARK_TESTENV_STATE": str(root)},
+        )
+    finally:
+        os.close(w)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 1
