@@ -1,0 +1,53 @@
+"""docs/layout.md names every module where it is: a module added to ``src/``, ``testenv/`` or
+``fixtures/`` without a word in the map of the code fails here, and so does a row that names
+a package that is not there."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LAYOUT = ROOT / "docs" / "layout.md"
+TREES = ("src/rlark_acceptance", "testenv", "fixtures")
+
+
+def _rows() -> dict[str, set[str]]:
+    """Each table row's package path (its first backticked path of a tree) → the words of
+    everything it puts in backticks."""
+    rows: dict[str, set[str]] = {}
+    for line in LAYOUT.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("| "):
+            continue
+        quoted = re.findall(r"`([^`]+)`", line)
+        where = next((q for q in quoted if q.startswith(TREES)), None)
+        if where is None:
+            continue
+        words = {w for q in quoted for w in re.split(r"[^\w]+", q) if w}
+        rows.setdefault(where.rstrip("/"), set()).update(words)
+    return rows
+
+
+def _row_of(module: str, rows: dict[str, set[str]]) -> str | None:
+    """The row of the deepest package path that holds ``module`` (a path from the root)."""
+    found = [w for w in rows if module == w or module.startswith(w.removesuffix(".py") + "/")]
+    return max(found, key=len, default=None)
+
+
+def test_every_module_is_named_in_the_row_of_its_package() -> None:
+    rows = _rows()
+    missing = []
+    for tree in TREES:
+        for path in sorted((ROOT / tree).rglob("*.py")):
+            if path.name == "__init__.py" or "__pycache__" in path.parts:
+                continue
+            module = path.relative_to(ROOT).as_posix()
+            row = _row_of(module, rows)
+            if row is None or (row != module and path.stem not in rows[row]):
+                missing.append(f"{module} (row {row})")
+    assert missing == [], "docs/layout.md does not name: " + ", ".join(missing)
+
+
+def test_every_package_a_row_names_is_there() -> None:
+    absent = [where for where in _rows() if not (ROOT / where).exists()]
+    assert absent == [], absent
