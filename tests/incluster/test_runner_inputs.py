@@ -104,6 +104,50 @@ def test_no_record_store_is_a_usage_error() -> None:
     assert res.stdout.strip() == "error: --in-cluster needs --record-store s3://bucket/prefix"
 
 
+def _runner_spec(*args: str) -> manifests.RunnerSpec:
+    """The runner's settings as ``pytest features/ ARGS`` makes them (pytest's own parsing of
+    the command line, with the project's plugins)."""
+    from _pytest.config import _prepareconfig
+
+    from fixtures.incluster import runner_spec
+
+    argv = ["features/", "-p", "no:cacheprovider", "--profile", str(K8S), "--in-cluster", *args]
+    config = _prepareconfig(argv)
+    try:
+        return runner_spec(config)
+    finally:
+        config._ensure_unconfigure()
+
+
+def test_the_history_and_the_budget_policy_go_to_the_runners_suite() -> None:
+    """B.1 is decided in the runner's Pod: without them every run there was a first run."""
+    spec = _runner_spec(
+        *("--record-store", "s3://b/records", "--history", "s3://b/history"),
+        *("--budgets", "strict", "-m", "runtime"),
+    )
+    assert spec.pytest_args == [
+        "-m",
+        "runtime",
+        "--history",
+        "s3://b/history",
+        "--budgets",
+        "strict",
+    ]
+    assert spec.pytest_args == manifests.runner_args(bundle.bundle(load_profile(K8S)), spec)[-6:]
+
+
+def test_a_history_folder_is_a_usage_error_in_cluster(tmp_path: Path) -> None:
+    res = _command(
+        *("--profile", str(K8S), "--in-cluster", "--record-store", "s3://b/p"),
+        *("--history", str(tmp_path)),
+    )
+    assert res.returncode == 2, res.stdout[-2000:]
+    assert res.stdout.strip() == (
+        f"error: --history {tmp_path}: the runner's Pod cannot reach a folder of this machine; "
+        "with --in-cluster the history is s3://bucket/prefix"
+    )
+
+
 def test_inside_a_runner_what_it_submits_is_owned_by_its_pod(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
