@@ -56,6 +56,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import urllib3
+from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixed
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 
@@ -398,6 +401,14 @@ class Soak:
         if run.window is not None:
             self.close_window(run.window)
 
+    # Another run's fault may have the API server down when this one's eviction is due: the
+    # soak waits for it as a user's kubectl would be retried, for up to a minute.
+    @retry(
+        retry=retry_if_exception_type((urllib3.exceptions.HTTPError, ConnectionError)),
+        wait=wait_fixed(2),
+        stop=stop_after_delay(60),
+        reraise=True,
+    )
     def evict(self, suite: SuiteRun) -> str:
         from kubernetes import client
 
