@@ -128,10 +128,22 @@ def _hierarchies() -> list[Path]:
     return out
 
 
+# The node's CPU weight beside the rest of this machine, as so many busy processes. On a
+# platform the Worker has its node to itself; here the node's whole cgroup (kubelet,
+# containerd, every Pod) is one entity beside each runnable process of the machine's own
+# (cgroup v1 weighs those 1024 apiece, the default cpu.shares of one group). With the
+# test workers' Ray heads at a load of 19 on 2 cores, a Worker's raylet then did not
+# register within the 30 s that `ray start --head` waits (a constant of Ray's).
+NODE_CPU_WEIGHT = 8
+
+
 def cgroups_up() -> None:
     for h in _hierarchies():
         d = h / cgroup_root()
         d.mkdir(exist_ok=True)
+        for name, value in (("cpu.shares", 1024), ("cpu.weight", 100)):
+            if (d / name).exists():
+                (d / name).write_text(f"{value * NODE_CPU_WEIGHT}\n")
         if (h / "cpuset.cpus").exists() and "cgroup2" not in str(h):
             # A new v1 cpuset is empty: give it its parent's CPUs and memory nodes.
             for f in ("cpuset.cpus", "cpuset.mems"):

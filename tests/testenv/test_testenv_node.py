@@ -91,6 +91,19 @@ def test_the_node_is_ready_with_its_gpus_on_its_own_network(kube_env: KubeEnv) -
     assert n.status.node_info.container_runtime_version.startswith("containerd://2.")
 
 
+def test_the_node_weighs_as_a_machine_of_its_own_beside_this_ones_processes(
+    kube_env: KubeEnv,
+) -> None:
+    """Its cgroup's CPU weight is that of several busy processes, not of one."""
+    found = []
+    for hierarchy in Path("/sys/fs/cgroup").iterdir():
+        d = hierarchy / node_host.cgroup_root()
+        for name, one in (("cpu.shares", 1024), ("cpu.weight", 100)):
+            if (d / name).is_file():
+                found.append((str(d / name), int((d / name).read_text()) / one))
+    assert found and all(ratio >= 4 for _, ratio in found), found
+
+
 def test_a_real_container_runs_logs_and_exits_with_its_code(
     kube_env: KubeEnv, pods: list[str]
 ) -> None:
