@@ -62,6 +62,22 @@ def _serving(pid: int) -> bool:
     return proc.alive(pid, build.RECIPES["versitygw"].bin("versitygw"))
 
 
+def _end(state: Path, *runs: subprocess.Popen[bytes] | None) -> None:
+    """What a test leaves: its runs killed if still there, its state dir's services down."""
+    for p in runs:
+        if p is not None and p.poll() is None:
+            p.kill()
+            p.wait(timeout=30)
+    subprocess.run(
+        [sys.executable, "-m", "testenv", "down", "--force"],
+        cwd=REPO_ROOT,
+        env={**os.environ, "RLARK_TESTENV_STATE": str(state)},
+        capture_output=True,
+        timeout=180,
+        check=False,
+    )
+
+
 def _holders(state: Path) -> list[int]:
     out = subprocess.run(
         [sys.executable, "-m", "testenv", "status", "--json"],
@@ -144,18 +160,7 @@ def test_a_session_ending_first_leaves_the_s3_server_to_the_run_in_step_6(
         assert _holders(state) == []
     finally:
         gate.touch()
-        for p in (short, run):
-            if p is not None and p.poll() is None:
-                p.kill()
-                p.wait(timeout=30)
-        subprocess.run(
-            [sys.executable, "-m", "testenv", "down", "--force"],
-            cwd=REPO_ROOT,
-            env={**os.environ, "RLARK_TESTENV_STATE": str(state)},
-            capture_output=True,
-            timeout=180,
-            check=False,
-        )
+        _end(state, short, run)
 
 
 def _s3fs_mounts_under(root: Path) -> list[str]:
@@ -199,14 +204,4 @@ def test_the_s3_server_killed_by_hand_in_6_4_is_named_as_the_store(tmp_path: Pat
         assert "The mount's store stopped answering" in output, output[-4000:]
         assert _s3fs_mounts_under(tmp_path) == []
     finally:
-        if run.poll() is None:
-            run.kill()
-            run.wait(timeout=30)
-        subprocess.run(
-            [sys.executable, "-m", "testenv", "down", "--force"],
-            cwd=REPO_ROOT,
-            env={**os.environ, "RLARK_TESTENV_STATE": str(state)},
-            capture_output=True,
-            timeout=180,
-            check=False,
-        )
+        _end(state, run)
