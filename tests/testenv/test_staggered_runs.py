@@ -24,7 +24,15 @@ import pytest
 
 from testenv import build, proc
 from testenv.paths import REPO_ROOT
-from tests.run.suite_runs import STEP6_ONLY, features_command, output_until, site_copy
+from tests.run.suite_runs import (
+    STEP6_ONLY,
+    Site,
+    _read,
+    features_command,
+    output_until,
+    site_copy,
+)
+from tests.run.test_red_runs import assert_rendered_red, junit_failure
 
 pytestmark = [pytest.mark.slow, pytest.mark.cluster]
 
@@ -41,16 +49,25 @@ def test_uses_the_s3_server_until_told(s3_env):
 """
 
 
-def _env(state: Path, gate: Path) -> dict[str, str]:
+def _env(state: Path, gate: Path | None = None) -> dict[str, str]:
     # No AWS_* of the outer session: the features run must use this state dir's server.
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     for var in ("PYTEST_ADDOPTS", "PYTEST_CURRENT_TEST", "RLARK_TESTENV_KEEP"):
         env.pop(var, None)
-    return env | {
-        "RLARK_TESTENV_STATE": str(state),
-        "RLARK_STAGGER_GATE": str(gate),
-        "PYTHONUNBUFFERED": "1",
-    }
+    if gate is not None:
+        env["RLARK_STAGGER_GATE"] = str(gate)
+    return env | {"RLARK_TESTENV_STATE": str(state), "PYTHONUNBUFFERED": "1"}
+
+
+def _features(site: Site, reports: Path, state: Path) -> subprocess.Popen[bytes]:
+    """``pytest features/`` on the copy's own Step 6 scenarios, on ``state``'s services."""
+    return subprocess.Popen(
+        features_command(site.profile, reports, ["-v", "-m", STEP6_ONLY]),
+        cwd=REPO_ROOT,
+        env=_env(state),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
 
 
 def _server(state: Path) -> int:
@@ -120,13 +137,7 @@ def test_a_session_ending_first_leaves_the_s3_server_to_the_run_in_step_6(
         server = _server(state)
         assert _serving(server)
 
-        run = subprocess.Popen(
-            features_command(site.profile, reports, ["-v", "-m", STEP6_ONLY]),
-            cwd=REPO_ROOT,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-        )
+        run = _features(site, reports, state)
         seen = output_until(run, "Step 6 waits for 6.", deadline)
         # Its output read on meanwhile: a full pipe would stall its Step 6.
         out = run.stdout
@@ -173,25 +184,20 @@ def test_the_s3_server_killed_by_hand_in_6_4_is_named_as_the_store(tmp_path: Pat
     its first step (as whoever shares the machine might stop it): the run is red naming the
     store that stopped answering, with the store's remedy, not the RLinf config or where
     RLinf writes; and its mounts are gone after it."""
-    state, gate = tmp_path / "state", tmp_path / "unused-gate"
-    env = _env(state, gate)
+    state = tmp_path / "state"
     site = site_copy(tmp_path)
     reports = tmp_path / "reports"
-    deadline = time.monotonic() + 600
-    run = subprocess.Popen(
-        features_command(site.profile, reports, ["-v", "-m", STEP6_ONLY]),
-        cwd=REPO_ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
+    t0 = time.monotonic()
+    deadline = t0 + 600
+    run = _features(site, reports, state)
     try:
         seen = output_until(run, "Step 6 waits for 6.4", deadline)
         os.kill(_server(state), signal.SIGKILL)
         rest = run.communicate(timeout=max(1.0, deadline - time.monotonic()))[0]
         output = (seen + rest).decode(errors="replace")
         assert run.returncode == 1, output[-4000:]
-        summary = json.loads((reports / "run-summary.json").read_text(encoding="utf-8"))
+        record = _read(run.returncode, output, reports, time.monotonic() - t0)
+        summary = record.summary
         first = summary["earliestFailure"]
         assert summary["verdict"] == "failed" and first is not None, summary
         print(f"S3 server killed in 6.4: {first['check']}: {first['message'][:300]}")
@@ -202,6 +208,10 @@ def test_the_s3_server_killed_by_hand_in_6_4_is_named_as_the_store(tmp_path: Pat
         assert "does not answer [mount-io-error]" in first["message"], first["message"]
         assert first["hint"].startswith("The mount's store stopped answering"), first
         assert "The mount's store stopped answering" in output, output[-4000:]
+        # As CI reads junit.xml, and as a reader opens the rendered report.
+        failure = junit_failure(record, first["check"])
+        assert "The mount's store stopped answering" in failure, failure
+        assert_rendered_red(record, first["check"])
         assert _s3fs_mounts_under(tmp_path) == []
     finally:
         _end(state, run)
