@@ -22,7 +22,7 @@ from rlark_acceptance.run.step6.engine import SETTLE_SECONDS, TAIL_GRACE_SECONDS
 from rlark_acceptance.run.step6.location import Location
 from rlark_acceptance.run.step6.observed import Observed, Reading
 from rlark_acceptance.run.step6.output import Output
-from rlark_acceptance.run.step6.phase import Failed, ListPods, Passed, ReadOutputs
+from rlark_acceptance.run.step6.phase import Failed, ListPods, Passed, ReadOutputs, ReadScalars
 from rlark_acceptance.run.step6.printed_config import AsValidated, OneNode
 from rlark_acceptance.run.step6.record import LogTail
 from rlark_acceptance.run.step6.scheduled import Scheduled
@@ -629,6 +629,38 @@ def test_6_5_reads_the_location_again_each_second_and_once_the_pod_is_over(
     verdict = phase.verdict(seen)
     assert isinstance(verdict, Failed) and verdict.at == 2.5
     assert verdict.message.startswith("the Worker ended and ")
+
+
+def test_t_2_reads_the_scalars_again_paced_by_its_reading_and_at_once_when_the_pod_is_over(
+    tmp_path: Path,
+) -> None:
+    """Scalars that do not cover the last step yet (the writer flushes when it closes) are
+    read again four times as long after as the reading took, at least every half second and
+    at most every ten, and at once when the Worker ended after the last reading."""
+    from rlark_acceptance.run.step6.metrics import MetricsReal
+    from rlark_acceptance.run.step6.readings import Scalars
+    from rlark_acceptance.storage import FileStore
+
+    loc = Location(FileStore(tmp_path), "logs/tensorboard", baseline={})
+    phase = MetricsReal(loc, (), after="T.1", grace=60.0)
+    seen = observed(*running())
+    seen.decided["T.1"] = seen.now
+    seen.steps.step = 5
+    assert phase.verdict(seen) == ReadScalars(loc)
+    half = {"train/loss": [(1, 0.9), (2, 0.8)]}
+    for took, again in [(0.01, 0.5), (1.0, 4.0), (7.0, 10.0)]:
+        seen.scalars = Scalars(at=seen.now, where="tb", series=half, took=took)
+        seen.now += again - 0.01
+        assert phase.verdict(seen) is None, took  # not yet
+        seen.now += 0.01
+        assert phase.verdict(seen) == ReadScalars(loc), took
+    seen.scalars = Scalars(at=seen.now, where="tb", series=half, took=7.0)
+    seen.take(pod(seen.now + 0.2, "Succeeded", exit_code=0).item)
+    seen.now += 0.3
+    assert phase.verdict(seen) == ReadScalars(loc)  # the Pod is over: its events are flushed
+    seen.scalars = Scalars(at=seen.now, where="tb", series=half)
+    verdict = phase.verdict(seen)
+    assert isinstance(verdict, Passed) and "steps 1–2" in verdict.message, verdict
 
 
 def test_the_verdicts_of_the_read_along_checks_come_from_the_printed_config() -> None:

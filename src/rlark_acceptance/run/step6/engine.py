@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Protocol, assert_never
 
@@ -256,9 +256,9 @@ class Engine:
             self.delete_worker()
         elif isinstance(probe, ReadScalars):
             loc = probe.loc
-            seen.scalars = rec.scalars = scalars_at(
-                loc.store, loc.prefix, loc.where, self.clock(), baseline=loc.baseline
-            )
+            began = self.clock()
+            found = scalars_at(loc.store, loc.prefix, loc.where, began, baseline=loc.baseline)
+            seen.scalars = rec.scalars = replace(found, took=self.clock() - began)
         elif isinstance(probe, ReadTensors):
             loc = probe.loc
             seen.tensors = rec.checkpoints = checkpoints_at(

@@ -24,8 +24,18 @@ from rlark_acceptance.run.step6.observed import Observed
 from rlark_acceptance.run.step6.phase import Decision, Failed, Passed, Phase, ReadScalars
 from rlark_acceptance.run.step6.readings import Scalars
 
-# How often the scalars are read again while they do not cover the run yet.
-SCALARS_RELIST_SECONDS = 2.0
+# How often the scalars are read again while they do not cover the run yet: four times as
+# long as the last reading took (TensorBoard's loader checks each record in pure Python, a
+# few MB take seconds: the reader must not take a core from the run it watches), within
+# these bounds. A smoke run's events are read in a tenth of a second: every half second.
+SCALARS_RELIST_FACTOR = 4.0
+SCALARS_RELIST_MIN_SECONDS = 0.5
+SCALARS_RELIST_MAX_SECONDS = 10.0
+
+
+def relist_after(reading: Scalars) -> float:
+    paced = SCALARS_RELIST_FACTOR * reading.took
+    return min(SCALARS_RELIST_MAX_SECONDS, max(SCALARS_RELIST_MIN_SECONDS, paced))
 
 
 def aggregate(values: Sequence[float], how: str) -> float:
@@ -84,7 +94,12 @@ class MetricsReal(Phase):
             # ``timeouts.progress`` passed after the steps were decided.
             decided = seen.decided.get(self.after, seen.now)
             if seen.now - decided < self.grace:
-                return ReadScalars(loc) if seen.now - sc.at >= SCALARS_RELIST_SECONDS else None
+                # At once when the Worker ended after the last reading (its writer closed and
+                # flushed): no need to wait out the interval for what is now complete.
+                over_at = seen.pod_over_at if seen.pod_over_at is not None else seen.over_at
+                ended = over_at is not None and sc.at < over_at
+                due = ended or seen.now - sc.at >= relist_after(sc)
+                return ReadScalars(loc) if due else None
         return self.judge(sc, over=seen.worker_over())
 
     def complete(self, seen: Observed, sc: Scalars) -> bool:

@@ -52,6 +52,7 @@ class Scalars:
     files: int = 0
     problems: tuple[str, ...] = ()
     error: str | None = None  # the store did not answer
+    took: float = 0.0  # seconds the reading took (it paces the next one)
 
     def non_finite(self) -> dict[str, int]:
         """Tag → the first step whose value is NaN or infinite."""
