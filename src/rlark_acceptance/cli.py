@@ -76,6 +76,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="the run's reports directory, as given to the suite (default: reports)",
     )
     rp.add_argument("--open", action="store_true", help="then serve it on localhost")
+    rp.add_argument(
+        "--history",
+        metavar="DIR|s3://BUCKET/PREFIX",
+        help="where the trend's earlier points are read and this render's is added "
+        "(default: the history the run kept its summary in, else none)",
+    )
     return p
 
 
@@ -89,7 +95,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             from rlark_acceptance.run import report_render
 
-            return report_render.main(Path(args.reports_dir), open_after=args.open)
+            return report_render.main(
+                Path(args.reports_dir), open_after=args.open, history=args.history
+            )
         return _configs(args)
     except InputError as exc:
         print(f"rlark-acceptance: {exc}", file=sys.stderr)

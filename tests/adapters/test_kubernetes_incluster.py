@@ -10,20 +10,25 @@ reads it (run-summary.json, JUnit). Then: nothing of the run is left on the clus
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 from junitparser import JUnitXml
 
 from fixtures.testenv import KubeEnv, S3Env
 from rlark_acceptance.incluster.manifests import LABEL
+from rlark_acceptance.storage.store import S3Store
 from testenv import harness_image, state
 from tests.adapters.k8s_suite import CHECKOUT, Site, schedulable_again
 from tests.run.suite_runs import STEP6_ONLY
@@ -271,3 +276,143 @@ def test_a_release_runs_its_kubernetes_profile_in_cluster(
     suites = [suite.name for suite in JUnitXml.fromfile(str(reports / "junit.xml"))]
     assert suites == [entry["name"]], suites
     assert settle(kube_env) == []
+
+
+CRONJOB = REPO / "deploy" / "nightly-cronjob.yaml"
+
+
+def _site_release() -> dict[str, str]:
+    """The ConfigMap ``rlark-acceptance-release`` as a site makes it for the CronJob: the
+    release file and its profile, in-cluster (no kubeconfig: the launcher's ServiceAccount),
+    with the files the profile names beside it."""
+    profile = (REPO / "profiles" / "kubernetes.yaml").read_text(encoding="utf-8")
+    lines = profile.splitlines(keepends=True)
+    text = "".join(x for x in lines if not x.lstrip().startswith("kubeconfig:"))
+    for old, new in [
+        ("../src/rlark_acceptance/smoke/config/smoke_ppo_mlp.yaml", "smoke_ppo_mlp.yaml"),
+        ("job: kubernetes/job.yaml", "job: job.yaml"),
+    ]:
+        assert old in text, old
+        text = text.replace(old, new)
+    smoke = REPO / "src" / "rlark_acceptance" / "smoke" / "config" / "smoke_ppo_mlp.yaml"
+    return {
+        "release.yaml": "name: nightly\nprofiles:\n  - kubernetes.yaml\n",
+        "kubernetes.yaml": text,
+        "job.yaml": (REPO / "profiles" / "kubernetes" / "job.yaml").read_text(encoding="utf-8"),
+        "smoke_ppo_mlp.yaml": smoke.read_text(encoding="utf-8"),
+    }
+
+
+def _nightly(image: str, history: str) -> dict[str, Any]:
+    """deploy/nightly-cronjob.yaml with what differs on testenv's cluster: the harness
+    image as built here, the way to the S3 server (its Service), the real node for its
+    Pod and the runner's, the profile's Step 6 scenarios only, a history of this test's
+    own; suspended, so that its schedule never starts a second run beside the test's."""
+    cron = yaml.safe_load(CRONJOB.read_text(encoding="utf-8"))
+    cron["spec"]["suspend"] = True
+    pod = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    # testenv's other nodes are kwok's: a Pod there never runs, it "completes" at once.
+    pod["nodeSelector"] = {"kubernetes.io/hostname": "gpu-node-09"}
+    (container,) = pod["containers"]
+    container["image"] = image
+    endpoint = "http://$(S3_SERVICE_HOST):$(S3_SERVICE_PORT)"
+    container["env"] = [
+        {"name": "AWS_ENDPOINT_URL", "value": endpoint},
+        {"name": "AWS_DEFAULT_REGION", "value": "us-east-1"},
+    ]
+    args = container["args"]
+    at = args.index("--history")
+    assert args[at + 1] == "s3://rlinf-ckpt/acceptance-history", args
+    args[at + 1] = history
+    args += [
+        "--runner-env",
+        f"AWS_ENDPOINT_URL={endpoint}",
+        "--runner-env",
+        "AWS_DEFAULT_REGION=us-east-1",
+        "--runner-node-selector",
+        "kubernetes.io/hostname=gpu-node-09",
+        "-m",
+        STEP6_ONLY,
+    ]
+    return cron
+
+
+def _pod_logs(core: Any, ns: str, selector: str) -> str:
+    """The Pods' logs, or what their containers' states say where there is none."""
+    from kubernetes import client
+
+    out = []
+    for pod in core.list_namespaced_pod(ns, label_selector=selector).items:
+        try:
+            out.append(core.read_namespaced_pod_log(pod.metadata.name, ns))
+        except client.ApiException as exc:
+            states = [c.state for c in pod.status.container_statuses or []]
+            out.append(f"{pod.metadata.name}: no log ({exc.reason}); {states}")
+    return "".join(out)
+
+
+def test_the_nightly_cronjob_runs_the_release_and_its_run_is_found_in_the_history(
+    kube_env: KubeEnv, s3_env: S3Env, runner_image: str, site_secret: str
+) -> None:
+    """deploy/nightly-cronjob.yaml applied and run once, as ``kubectl create job
+    --from=cronjob/rlark-acceptance-nightly`` does: its Pod runs the release of the site's
+    ConfigMap in-cluster (the launcher inside the cluster, a runner Job for the profile), and
+    the profile's summary is found in the history store, passed, with its provenance."""
+    from kubernetes import client
+
+    ns = kube_env.namespace
+    core, batch = kube_env.core(), client.BatchV1Api(kube_env.api_client())
+    prefix = f"acceptance-history-{uuid.uuid4().hex[:8]}"
+    history = f"s3://{s3_env.bucket}/{prefix}"
+    config_map = {"metadata": {"name": "rlark-acceptance-release"}, "data": _site_release()}
+    core.create_namespaced_config_map(ns, config_map)
+    cron = batch.create_namespaced_cron_job(ns, _nightly(runner_image, history))
+    name = f"{cron.metadata.name}-manual-{uuid.uuid4().hex[:5]}"
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "annotations": {"cronjob.kubernetes.io/instantiate": "manual"},
+            "ownerReferences": [
+                {
+                    "apiVersion": "batch/v1",
+                    "kind": "CronJob",
+                    "name": cron.metadata.name,
+                    "uid": cron.metadata.uid,
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": _nightly(runner_image, history)["spec"]["jobTemplate"]["spec"],
+    }
+    try:
+        batch.create_namespaced_job(ns, job)
+        deadline = time.monotonic() + 900
+        while time.monotonic() < deadline:
+            status = batch.read_namespaced_job_status(name, ns).status
+            if status.succeeded or status.failed:
+                break
+            time.sleep(2)
+        log = _pod_logs(core, ns, f"job-name={name}")
+        assert status.succeeded == 1, f"the nightly Job: {status}\n{log[-6000:]}"
+        assert "release nightly: ACCEPTED on 1 of 1" in log, log[-4000:]
+        store = S3Store(s3_env.client(), s3_env.bucket, prefix)
+        kept = [o.key for o in store.list("smoke-ppo-mlp-kubernetes/")]
+        assert len(kept) == 1, kept
+        summary = json.loads(store.read(kept[0]))
+        assert summary["verdict"] == "passed", summary.get("earliestFailure")
+        assert summary["checks"]["6.5"] == "passed", summary["checks"]
+        assert summary["provenance"]["node"] == "gpu-node-09", summary["provenance"]
+        assert summary["budgets"]["history"] == history, summary["budgets"]
+        s3 = state.load().s3
+        assert s3 is not None and s3.secret_key not in log
+    finally:
+        batch.delete_namespaced_cron_job(cron.metadata.name, ns, propagation_policy="Foreground")
+        with contextlib.suppress(client.ApiException):
+            batch.delete_namespaced_job(name, ns, propagation_policy="Background")
+        core.delete_namespaced_config_map("rlark-acceptance-release", ns)
+        store = S3Store(s3_env.client(), s3_env.bucket, prefix)
+        store.delete([o.key for o in store.list("")])
+    assert settle(kube_env, timeout=120) == []
+    assert not batch.list_namespaced_cron_job(ns).items

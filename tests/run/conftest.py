@@ -1,7 +1,10 @@
-"""The profile and Job that Step 6's unit tests submit to the scripted target."""
+"""The profile and Job that Step 6's unit tests submit to the scripted target; a history of
+runs on a folder and on the S3 test server."""
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -11,6 +14,8 @@ import pytest
 from rlark_acceptance.model.profile import Profile, load_profile
 from rlark_acceptance.model.training import OFF
 from rlark_acceptance.preflight.entry import preflight_profile
+from rlark_acceptance.run.history import History, open_history
+from rlark_acceptance.storage import S3Store
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,3 +38,18 @@ def training() -> tuple[Profile, Any]:
     pre = preflight_profile(path)
     assert pre.job is not None
     return load_profile(path), pre.job
+
+
+@pytest.fixture(params=["folder", "s3"])
+def history(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[History]:
+    if request.param == "folder":
+        yield open_history("history", tmp_path)
+        return
+    s3_env = request.getfixturevalue("s3_env")
+    prefix = f"rlark-acceptance-tests/{uuid.uuid4().hex}"
+    found = open_history(f"s3://{s3_env.bucket}/{prefix}", tmp_path, client=s3_env.client())
+    try:
+        yield found
+    finally:
+        store = S3Store(s3_env.client(), s3_env.bucket, prefix)
+        store.delete([o.key for o in store.list("")])

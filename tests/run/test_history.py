@@ -7,14 +7,13 @@ from __future__ import annotations
 import json
 import multiprocessing
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from rlark_acceptance.run.history import History, entry_key, open_history
+from rlark_acceptance.run.history import History, entry_key
 from rlark_acceptance.storage import FileStore, S3Store, StoreError
 
 T0 = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
@@ -27,21 +26,6 @@ def _summary(run_id: str, ray_head: float, name: str = "smoke") -> dict[str, Any
         "durations": {"submit": 0.1, "rayHead": ray_head},
         "provenance": {"profileName": name, "node": "local-node"},
     }
-
-
-@pytest.fixture(params=["folder", "s3"])
-def history(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[History]:
-    if request.param == "folder":
-        yield open_history("history", tmp_path)
-        return
-    s3_env = request.getfixturevalue("s3_env")
-    prefix = f"rlark-acceptance-tests/{uuid.uuid4().hex}"
-    found = open_history(f"s3://{s3_env.bucket}/{prefix}", tmp_path, client=s3_env.client())
-    try:
-        yield found
-    finally:
-        store = S3Store(s3_env.client(), s3_env.bucket, prefix)
-        store.delete([o.key for o in store.list("")])
 
 
 def test_runs_are_appended_and_read_back_oldest_first(history: History) -> None:

@@ -2,7 +2,9 @@
 three times into one history, then with a prepare script that sleeps, so that the Ray head
 (6.3's stage) comes late. The slow run is still accepted, with a warning naming the stage,
 its time, the median of the earlier runs and the ratio; under ``--budgets strict`` it is not
-accepted, at B.1. summary.md and ``$GITHUB_STEP_SUMMARY`` hold the same figures.
+accepted, at B.1. summary.md and ``$GITHUB_STEP_SUMMARY`` hold the same figures. The first
+run's rendered report adds its Allure point to the history; the slow run's, rendered with no
+local Allure history (as on another machine), shows it.
 """
 
 from __future__ import annotations
@@ -43,6 +45,14 @@ def _kept(history: Path) -> list[dict[str, Any]]:
     ]
 
 
+def _points(history: Path) -> list[dict[str, Any]]:
+    """The Allure history points kept in the history, oldest first."""
+    return [
+        json.loads(p.read_text(encoding="utf-8"))
+        for p in sorted((history / ".allure-history" / "smoke-ppo-mlp-local").glob("*.json"))
+    ]
+
+
 def _slow_warning(run: SuiteRun) -> re.Match[str]:
     found = [m for w in run.summary.get("warnings", []) if (m := SLOW.search(w))]
     assert len(found) == 1, (run.summary.get("warnings"), run.summary.get("budgets"))
@@ -72,6 +82,11 @@ def test_a_slower_stage_is_a_warning_then_under_the_strict_policy_a_failure_of_b
             assert "first run of the profile" in s["budgets"]["note"]
             md = (run.reports / "summary.md").read_text(encoding="utf-8")
             assert "No previous run of this profile in the history." in md
+            # Rendered: its Allure point goes to the history it kept its summary in.
+            first = run.render()
+            assert first.returncode == 0, first.output
+            assert "(this run's point added)" in first.output, first.output
+            assert len(_points(history)) == 1
     assert len(_kept(history)) == 3
     medians = sorted(k["durations"]["rayHead"] for k in _kept(history))
     sleep = max(MIN_SLEEP_S, math.ceil(2 * medians[1]))
@@ -101,6 +116,24 @@ def test_a_slower_stage_is_a_warning_then_under_the_strict_policy_a_failure_of_b
     assert "node changed" not in md, md
     assert step_summary.read_text(encoding="utf-8") == md
     assert (slow.reports / "stage-trend.svg").is_file() and "](stage-trend.svg)" in md
+    # Rendered as on another machine (no local Allure history): Allure's trend reads the
+    # first run's point from the history store.
+    (slow.reports / "allure-history.jsonl").unlink()
+    earlier = _points(history)[0]
+    rendered = slow.render()
+    assert rendered.returncode == 0, rendered.output
+    assert f"Allure history: file://{history}/.allure-history/smoke-ppo-mlp-local/" in (
+        rendered.output
+    )
+    kept = _points(history)
+    assert len(kept) == 2 and kept[0]["uuid"] == earlier["uuid"], "the first point rewritten"
+    assert list(rendered.report.rglob(f"{earlier['uuid']}.json")), "the earlier point not shown"
+    pasts = [
+        h
+        for f in rendered.report.rglob("test-results/*.json")
+        for h in json.loads(f.read_text(encoding="utf-8")).get("history") or []
+    ]
+    assert pasts and {h["status"] for h in pasts} == {"passed"}, pasts[:3]
 
     strict = run_suite(site, *args, "--budgets", "strict")
     s = strict.summary

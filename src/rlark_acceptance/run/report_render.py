@@ -9,7 +9,9 @@ files in place, and the report's name came from ``./reports`` whatever results w
   no file of an older report survives, and a reader never sees half of one.
 - Its name and verdict come from the results being rendered (``executor.json``, written by
   the run that wrote them).
-- The history (``allure-history.jsonl`` beside the results) is appended, never reset.
+- The history (``allure-history.jsonl`` beside the results) is appended, never reset; when
+  the run kept its summary in a history store, the store's Allure points of the profile are
+  read into it first and this render's is added to the store (``run/allure_history.py``).
 - The exit status is the quality gate's over the same results: 0 accepted, 1 not accepted
   (the gate's line names the earliest check), 2 nothing to render.
 """
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rlark_acceptance.model.errors import InputError
+from rlark_acceptance.run import allure_history
 
 RESULTS, REPORT, HISTORY = "allure-results", "allure-report", "allure-history.jsonl"
 _RENDER_TIMEOUT = 600  # seconds: a cold npx start plus a few thousand results
@@ -34,6 +37,9 @@ class Rendered:
     report: Path  # the directory holding index.html
     gate_status: int  # the quality gate's exit status
     gate_text: str  # what the gate said
+    history: str | None = None  # the store its Allure history was read from and added to
+    history_key: str | None = None  # this render's point in that store (None: not added)
+    warnings: tuple[str, ...] = ()
 
 
 def renderer_root(start: Path | None = None) -> Path:
@@ -56,14 +62,25 @@ def _allure(root: Path) -> str:
     return str(exe)
 
 
-def render(reports: Path, *, root: Path | None = None) -> Rendered:
-    """Render ``reports/allure-results`` into ``reports/allure-report`` and run the gate."""
+def render(reports: Path, *, root: Path | None = None, history: str | None = None) -> Rendered:
+    """Render ``reports/allure-results`` into ``reports/allure-report`` and run the gate;
+    ``history``: the store of Allure points (default: the one the run kept its summary in)."""
     reports = reports.resolve()
     results = reports / RESULTS
     if not results.is_dir() or not any(results.glob("*-result.json")):
         raise InputError(str(results), "no Allure results: run the acceptance suite first")
     root = renderer_root(root)
     allure = _allure(root)
+    shared = allure_history.of_run(reports, history)
+    if history is not None and shared is None:
+        raise InputError(
+            str(reports / "run-summary.json"),
+            f"--history {history}: no run record here names the profile and the run",
+        )
+    warnings: list[str] = []
+    if shared is not None:
+        warnings += allure_history.pull(shared, reports / HISTORY)
+    before = allure_history.uuids(reports / HISTORY)
     fresh = reports / f".{REPORT}.new"
     shutil.rmtree(fresh, ignore_errors=True)
     env = dict(
@@ -97,10 +114,21 @@ def render(reports: Path, *, root: Path | None = None) -> Rendered:
         target.rename(old)  # out of the way first: the new one is moved in whole
     fresh.rename(target)
     shutil.rmtree(old, ignore_errors=True)
+    key = None
+    if shared is not None:
+        key, more = allure_history.push(shared, reports / HISTORY, before)
+        warnings += more
     gate = run("quality-gate")
     # The gate reads the same config, output directory included, and leaves it created.
     shutil.rmtree(fresh, ignore_errors=True)
-    return Rendered(target, gate.returncode, _plain(gate.stdout + gate.stderr))
+    return Rendered(
+        target,
+        gate.returncode,
+        _plain(gate.stdout + gate.stderr),
+        shared.describe() if shared is not None else None,
+        key,
+        tuple(warnings),
+    )
 
 
 def _plain(text: str) -> str:
@@ -119,12 +147,17 @@ def serve(report: Path, root: Path | None = None) -> int:
         return 0
 
 
-def main(reports: Path, *, open_after: bool = False) -> int:
-    done = render(reports)
+def main(reports: Path, *, open_after: bool = False, history: str | None = None) -> int:
+    done = render(reports, history=history)
     name = _report_name(done.report)
     print(f"report: {done.report / 'index.html'}")
     if name:
         print(f"  {name}")
+    if done.history is not None:
+        added = "this run's point added" if done.history_key else "this run's point already there"
+        print(f"Allure history: {done.history} ({added})")
+    for warning in done.warnings:
+        print(f"warning: {warning}")
     lines = [x for x in done.gate_text.splitlines() if x.strip()]
     said = (x.strip(" ⨯").split("    ")[0] for x in lines if "ACCEPTED" in x)  # not the rule id
     verdict = next(said, None)

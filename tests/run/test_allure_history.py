@@ -1,0 +1,131 @@
+"""Allure 3's history points kept in the history store: read into the local history before a
+render, this render's added after it, one per run, damaged entries skipped with a warning.
+On a folder store and on the S3 test server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from rlark_acceptance.run import allure_history
+from rlark_acceptance.run.allure_history import POINTS, Shared, of_run, pull, push, uuids
+from rlark_acceptance.run.history import History, open_history
+
+
+def _point(uuid: str, ms: int) -> dict[str, Any]:
+    return {
+        "uuid": uuid,
+        "name": f"report {uuid}",
+        "timestamp": ms,
+        "knownTestCaseIds": [],
+        "testResults": {"h1": {"id": uuid, "status": "passed", "historyId": "h1"}},
+        "metrics": {},
+        "url": "",
+    }
+
+
+def _write_local(jsonl: Path, *points: dict[str, Any]) -> None:
+    jsonl.write_text("".join(json.dumps(p) + "\n" for p in points), encoding="utf-8")
+
+
+def _render(shared: Shared, jsonl: Path, uuid: str, ms: int) -> str | None:
+    """What ``report`` does around Allure's ``generate``, which appends its point."""
+    warnings = pull(shared, jsonl)
+    assert warnings == []
+    before = uuids(jsonl)
+    with jsonl.open("a", encoding="utf-8") as f:
+        f.write(json.dumps(_point(uuid, ms)) + "\n")
+    key, more = push(shared, jsonl, before)
+    assert more == []
+    return key
+
+
+def _local(jsonl: Path) -> list[str]:
+    return [json.loads(x)["uuid"] for x in jsonl.read_text(encoding="utf-8").splitlines()]
+
+
+def test_two_machines_see_each_others_renders_one_point_per_run(
+    history: History, tmp_path: Path
+) -> None:
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    run1 = Shared(history, "site-a", "run-1")
+    run2 = Shared(history, "site-a", "run-2")
+    assert _render(run1, a, "p1", 1_000) is not None
+    # Another machine, its own reports directory: run 1's point comes from the store.
+    key = _render(run2, b, "p2", 2_000)
+    assert key is not None and key.startswith(f"{POINTS}/site-a/") and key.endswith("-run-2.json")
+    assert _local(b) == ["p1", "p2"]
+    # Run 1 rendered again on its machine: its new point replaces its first in what Allure
+    # reads, and the store keeps one point for it.
+    assert _render(run1, a, "p1-again", 3_000) is None
+    assert _local(a) == ["p2", "p1-again"]
+    kept = [i.key for i in history.store.list(f"{POINTS}/site-a/")]
+    assert len(kept) == 2, kept
+    # The profile's summaries are not among the points, nor the points among its summaries.
+    assert history.read("site-a").entries == ()
+    assert _render(Shared(history, "site-b", "run-3"), tmp_path / "c.jsonl", "p3", 4_000)
+    assert _local(tmp_path / "c.jsonl") == ["p3"], "another profile's points"
+
+
+def test_a_damaged_point_is_skipped_with_a_warning_and_the_local_history_kept(
+    tmp_path: Path,
+) -> None:
+    history = open_history(str(tmp_path / "history"), tmp_path)
+    history.store.create(f"{POINTS}/site-a/20261201T000000Z-old.json", b'{"uuid": "x", "tim')
+    history.store.create(f"{POINTS}/site-a/20261202T000000Z-other.json", b'{"runId": "r"}')
+    jsonl = tmp_path / "allure-history.jsonl"
+    _write_local(jsonl, _point("local", 500))
+    with jsonl.open("a", encoding="utf-8") as f:
+        f.write("not json\n")
+    warnings = pull(Shared(history, "site-a", "run-1"), jsonl)
+    assert len(warnings) == 3, warnings
+    assert any("20261201T000000Z-old.json: damaged (not JSON)" in w for w in warnings)
+    assert any("-other.json: not a history point" in w for w in warnings)
+    assert any(f"{jsonl}:2: not a history point" in w for w in warnings)
+    assert _local(jsonl) == ["local"]
+
+
+def test_a_store_that_does_not_answer_is_a_warning_and_the_render_goes_on(
+    tmp_path: Path, s3_env: Any
+) -> None:
+    history = open_history("s3://no-such-bucket-here/prefix", tmp_path, client=s3_env.client())
+    jsonl = tmp_path / "allure-history.jsonl"
+    _write_local(jsonl, _point("local", 500))
+    warnings = pull(Shared(history, "site-a", "run-1"), jsonl)
+    assert len(warnings) == 1 and "not read" in warnings[0], warnings
+    assert "s3://no-such-bucket-here/prefix/.allure-history/site-a/" in warnings[0]
+    assert _local(jsonl) == ["local"]
+
+
+def test_the_history_is_the_one_the_run_kept_its_summary_in(tmp_path: Path) -> None:
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    assert of_run(reports) is None  # no record of a run
+    summary = {
+        "runId": "run-9",
+        "provenance": {"profileName": "site-a"},
+        "budgets": {"history": f"file://{tmp_path / 'history'}"},
+    }
+    (reports / "run-summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    shared = of_run(reports)
+    assert shared is not None and (shared.profile_name, shared.run_id) == ("site-a", "run-9")
+    assert shared.describe() == f"file://{tmp_path / 'history'}/{POINTS}/site-a/"
+    other = of_run(reports, str(tmp_path / "elsewhere"))
+    assert other is not None and "elsewhere" in other.describe()
+    summary["budgets"] = {"history": None}
+    (reports / "run-summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    assert of_run(reports) is None  # the run kept no history: the local one alone
+    assert allure_history.of_run(reports, "s3://b/p") is not None
+
+
+def test_only_the_newest_points_are_read(tmp_path: Path) -> None:
+    history = open_history(str(tmp_path / "history"), tmp_path)
+    for i in range(allure_history.POINTS_READ + 5):
+        key = f"{POINTS}/site-a/20261201T{i // 60:02d}{i % 60:02d}00Z-run-{i}.json"
+        history.store.create(key, json.dumps(_point(f"p{i}", 1_000 + i)).encode())
+    jsonl = tmp_path / "allure-history.jsonl"
+    assert pull(Shared(history, "site-a", "run-new"), jsonl) == []
+    read = _local(jsonl)
+    assert len(read) == allure_history.POINTS_READ and read[-1] == f"p{len(read) + 4}"
+    assert read[0] == "p5", "not the newest"
