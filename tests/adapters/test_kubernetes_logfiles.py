@@ -129,3 +129,21 @@ def test_a_jump_of_the_stamps_is_a_skipped_file_unless_probes_saw_every_file() -
     holed = Chain()
     holed.probed.extend([now - 10, now - 9, now - 3, now - 2])  # none for 6 s within it
     assert not holed.watched(gap)
+
+
+def test_a_segment_handing_lines_to_a_busy_consumer_is_never_idle() -> None:
+    """The rotated file's reader waits on Step 6 (busy reading a checkpoint) longer than the
+    idle bound while the next file has lines: it is not at its file's end, and cutting it
+    then would lose the rest of its file without a word. Idle counts from the handing."""
+    chain = Chain()
+    follow = chain.head
+    chain.take(follow, lines(("01", "a")))
+    seg = chain.add(at("05"))
+    assert seg is not None
+    chain.take(seg, lines(("05", "e")))
+    with chain.handing(follow):
+        follow.arrived = time.monotonic() - logfiles.FILE_IDLE_SECONDS - 0.1
+        assert chain.stalled() == [] and not follow.complete
+    assert chain.stalled() == [], "idle from the handing's end, not from the lines' arrival"
+    follow.arrived = time.monotonic() - logfiles.FILE_IDLE_SECONDS - 0.1
+    assert chain.stalled() == [follow]

@@ -18,6 +18,7 @@ before it are read, so the harness's memory stays flat however far the Worker is
 from __future__ import annotations
 
 import bisect
+import contextlib
 import itertools
 import os
 import tempfile
@@ -102,6 +103,9 @@ class Segment:
     # (nothing more is written to a file once its successor has a line).
     complete: bool = False
     resp: Any = None  # its reader's open stream, shut down once complete
+    # Its reader is handing lines on (to a Step 6 busy elsewhere, it may wait): not idle,
+    # whatever the time since its last lines arrived.
+    handing: bool = False
     drained: bool = False  # its spool has been put; a line spooled later is put at once
     _spool: IO[bytes] | None = None
     _size: int = 0
@@ -256,16 +260,30 @@ class Chain:
             self.segments.append(seg)
             return seg
 
+    @contextlib.contextmanager
+    def handing(self, seg: Segment) -> Iterator[None]:
+        """``seg``'s reader hands lines on: it is not idle until it has, and its idle time
+        counts from then (the consumer's wait is not the file's silence)."""
+        with self._lock:
+            seg.handing = True
+        try:
+            yield
+        finally:
+            with self._lock:
+                seg.handing = False
+                seg.arrived = time.monotonic()
+
     def stalled(self) -> list[Segment]:
         """Segments read to their file's end: idle for ``FILE_IDLE_SECONDS`` while the
         next one has lines (a reader at the end of a rotated file waits for a write that
-        never comes); each marked complete once."""
+        never comes); each marked complete once. A reader handing lines on is not idle:
+        cut then, the rest of its file would be lost without a word."""
         now = time.monotonic()
         with self._lock:
             found = [
                 seg
                 for seg, nxt in zip(self.segments, self.segments[1:], strict=False)
-                if not (seg.done or seg.complete)
+                if not (seg.done or seg.complete or seg.handing)
                 and seg.arrived
                 and nxt.last is not None
                 and now - seg.arrived >= FILE_IDLE_SECONDS

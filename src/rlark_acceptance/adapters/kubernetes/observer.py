@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 import urllib3
@@ -119,6 +119,7 @@ class Observer:
         self._cut = threading.Event()
         self._log_resps: set[Any] = set()  # the log's streams, cut when idle
         self._last_data = time.monotonic()
+        self._handing = 0  # readers handing lines on to Step 6 now (they may wait on it)
         self._blind = False
 
     def start(self) -> None:
@@ -254,7 +255,9 @@ class Observer:
         """The container has exited, so its log is complete: once the followed stream has
         delivered nothing for IDLE_SECONDS, stop following and read the rest at once."""
         while not self.stopper.stopped and not self._log_done:
-            idle = time.monotonic() - self._last_data
+            with self._lock:
+                handing = self._handing
+            idle = 0.0 if handing else time.monotonic() - self._last_data
             if idle >= IDLE_SECONDS:
                 self._cut.set()
                 for resp in list(self._log_resps):
@@ -304,7 +307,8 @@ class Observer:
             seg = chain.after(first)
             while seg is not None and not self.stopper.stopped:
                 for batch, written in seg.spooled(self.stopper.event):
-                    self.obs.put_lines(batch, written)
+                    with self._handing_on():
+                        self.obs.put_lines(batch, written)
                 seg = chain.after(seg)
         finally:
             if not self.stopper.stopped:
@@ -465,8 +469,23 @@ class Observer:
             ours = n == len(new)
             new = [line.partition(" ")[2] for line in new[:n]]
         if new:
-            put(new, seg.written)
+            with chain.handing(seg), self._handing_on():
+                put(new, seg.written)
         return ours
+
+    @contextlib.contextmanager
+    def _handing_on(self) -> Iterator[None]:
+        """Lines handed on to Step 6, which may be busy elsewhere (reading a checkpoint,
+        listing Pods) and keep the reader waiting: the log is not idle meanwhile, and its
+        idle time counts from when they were taken."""
+        with self._lock:
+            self._handing += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._handing -= 1
+                self._last_data = time.monotonic()
 
     def _unreachable(self, e: BaseException) -> bool:
         """A transport failure reading the log: True (and lost) past the API server's bound."""
