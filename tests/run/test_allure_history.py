@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from rlark_acceptance.run import allure_history
 from rlark_acceptance.run.allure_history import POINTS, Shared, of_run, pull, push, uuids
 from rlark_acceptance.run.history import History, open_history
@@ -129,3 +131,20 @@ def test_only_the_newest_points_are_read(tmp_path: Path) -> None:
     read = _local(jsonl)
     assert len(read) == allure_history.POINTS_READ and read[-1] == f"p{len(read) + 4}"
     assert read[0] == "p5", "not the newest"
+
+
+def test_a_history_for_a_report_without_a_run_record_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``report --history`` names where this run's point goes by the run's record: without
+    one (its profile and run id), one line at the record's path, before anything renders."""
+    from rlark_acceptance.cli import main
+
+    results = tmp_path / "reports" / "allure-results"
+    results.mkdir(parents=True)
+    (results / "0-result.json").write_text('{"uuid": "0", "name": "x"}', encoding="utf-8")
+    argv = ["report", "--reports-dir", str(tmp_path / "reports"), "--history", "hist"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "run-summary.json" in err[0] and "--history hist" in err[0], err
+    assert not (tmp_path / "reports" / "allure-report").exists()
