@@ -185,3 +185,37 @@ def test_a_fetched_record_names_the_users_files_at_their_lines(tmp_path: Path) -
         "31",
     )
     assert bundle.MOUNT not in (tmp_path / "allure-results" / "r-result.json").read_text()
+
+
+def _with_history(tmp_path: Path, history: str) -> tuple[Path, int]:
+    """The Kubernetes profile with ``history:`` added (its relative files made absolute, so
+    that it loads from elsewhere), and that line's number."""
+    text = K8S.read_text(encoding="utf-8")
+    for rel in ("../src/", "../.testenv/", "kubernetes/job.yaml"):
+        text = text.replace(f" {rel}", f" {K8S.parent}/{rel}")
+    profile = tmp_path / "site.yaml"
+    profile.write_text(f"{text.rstrip()}\n{history}\n", encoding="utf-8")
+    return profile, text.rstrip().count("\n") + 2
+
+
+@pytest.mark.parametrize(
+    "history", ["history: ../acceptance-history", "history: {path: ../h, last: 3}"]
+)
+def test_a_history_folder_of_the_profile_is_a_usage_error_in_cluster(
+    tmp_path: Path, history: str
+) -> None:
+    """The runner's Pod would keep the runs in a folder of its own: each a first run."""
+    profile, line = _with_history(tmp_path, history)
+    res = _command("--profile", str(profile), "--in-cluster", "--record-store", "s3://b/p")
+    assert res.returncode == 2, res.stdout[-2000:]
+    lines = res.stdout.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"error: {profile}:{line}") and "history ../" in lines[0], lines
+    assert "with --in-cluster the history is s3://bucket/prefix" in lines[0]
+    assert "Traceback" not in res.stdout + res.stderr
+    # ``--history s3://…`` replaces it: the runner is given that one.
+    from rlark_acceptance.incluster.launch import _history_reachable
+
+    spec = _runner_spec("--record-store", "s3://b/p", "--history", "s3://b/h")
+    assert "--history" in spec.pytest_args
+    _history_reachable(load_profile(profile), spec)  # no error

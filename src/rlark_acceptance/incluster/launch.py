@@ -33,7 +33,7 @@ from rlark_acceptance.adapters.kubernetes.adapter import connect
 from rlark_acceptance.incluster import bundle as bundling
 from rlark_acceptance.incluster import manifests, record
 from rlark_acceptance.model.errors import InputError
-from rlark_acceptance.model.profile import load_profile
+from rlark_acceptance.model.profile import Profile, load_profile
 
 # Reasons a container never starts; the kubelet's message says what is missing.
 NOT_STARTING = {
@@ -105,6 +105,23 @@ class _Stop:
                 return
 
 
+def _history_reachable(profile: Profile, spec: manifests.RunnerSpec) -> None:
+    """The profile's ``history:`` goes with it to the runner, whose Pod would keep it in a
+    folder of its own that ends with it: every in-cluster run would be a first run, and B.1
+    pass. A folder there is refused at its line, unless ``--history s3://…`` replaces it."""
+    where = profile.history.path
+    if where is None or where.startswith("s3://") or "--history" in spec.pytest_args:
+        return
+    keys = (
+        ("history", "path") if isinstance(profile.doc.data.get("history"), dict) else ("history",)
+    )
+    raise InputError(
+        str(profile.loc(*keys)),
+        f"history {where}: the runner's Pod cannot reach a folder of this machine; with "
+        "--in-cluster the history is s3://bucket/prefix (here, or --history)",
+    )
+
+
 @contextmanager
 def _interruptible(stop: _Stop) -> Iterator[None]:
     if stop.event is not None:
@@ -150,6 +167,7 @@ def run(
                 f"not {profile.target.adapter!r}",
             )
         record.parse(spec.record)
+        _history_reachable(profile, spec)
         pack = bundling.bundle(profile)
         api, _, _ = connect(profile.target.kubeconfig, profile.target.context)
     except InputError as e:
