@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import contextlib
 import re
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +31,7 @@ from typing import Any
 
 import pytest
 import yaml
+from junitparser import JUnitXml
 from kubernetes import client
 
 from fixtures.testenv import KubeEnv, S3Env
@@ -316,6 +319,59 @@ def test_a_worker_printing_300_mb_before_its_signal_passes(
         print(f"loud Worker (300 MB): {warning}")
         assert warning.startswith(ROTATED), warning
     assert run.peak_rss_mib < 600, run.peak_rss_mib
+
+
+def test_lines_rotated_away_while_the_api_server_is_down_are_named_in_every_form(
+    cluster: KubeEnv, tmp_path: Path
+) -> None:
+    """The API server down for 20 s while the Worker prints ~4 MB/s through the kubelet's
+    rotations (10 MiB, two files kept): what was written early in the outage is rotated
+    away before anyone can read it. The printed config and the signal come after, so the
+    run is accepted, and it says which lines may be missing (a ``LogRotated`` warning with
+    their time span): in run-summary.json, on the terminal, in JUnit's profile suite and on
+    the rendered report's overview."""
+    loud = (
+        'python -c "import sys, time; w = sys.stdout.write; '
+        "[(w('L%09d ' % i + 'x' * 89 + chr(10)), i % 4000 == 3999 and "
+        '(sys.stdout.flush(), time.sleep(0.1))) for i in range(1_400_000)]"'
+    )
+    site = Site.make(
+        tmp_path / "site",
+        before=f"{STARTING}; {loud}",
+        timeouts={"apiServer": 120, "firstSignal": 600},
+    )
+    run = SuiteRun.start(tmp_path, site)
+    try:
+        run.wait_for(waits_for("6.4"))
+        time.sleep(3.0)
+        cluster.kill_apiserver()
+        time.sleep(20.0)
+        cluster.start_apiserver()
+        run.finish()
+    finally:
+        run.kill()
+    s = run.summary
+    assert run.returncode == 0, run.tail()
+    assert s["verdict"] == "passed" and s["earliestFailure"] is None, s.get("earliestFailure")
+    rotated = [w for w in s.get("warnings", []) if w.startswith(ROTATED)]
+    assert rotated, s.get("warnings")
+    print(f"lines rotated away in the outage: {rotated}")
+    assert f"warning: {rotated[0]}" in run.output  # the terminal
+    junit = JUnitXml.fromfile(str(run.reports / "junit.xml"))
+    (suite,) = [x for x in junit if "the profile as it is" in x.name]
+    assert rotated[0] in [p.value for p in suite.properties() if p.name == "warning"]
+    report = str(Path(sys.executable).with_name("rlark-acceptance"))
+    done = subprocess.run(
+        [report, "report", "--reports-dir", str(run.reports)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    (env,) = list((run.reports / "allure-report").rglob("allure_environment.json"))
+    assert "LogRotated: the kubelet rotated" in env.read_text(encoding="utf-8")
+    assert not cluster.core().list_namespaced_pod(cluster.namespace).items  # nothing left
 
 
 @pytest.mark.xfail(

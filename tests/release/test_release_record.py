@@ -71,3 +71,20 @@ def test_the_terminal_table_has_a_column_for_every_section_of_the_record(tmp_pat
     assert len(rule.split()) == len(head.split())
     for section in writers.SECTIONS:
         assert f"= {section}" in legend, (section, legend)
+
+
+def test_a_profiles_warnings_are_its_suites_properties_in_the_releases_junit(
+    tmp_path: Path,
+) -> None:
+    import junitparser
+
+    from rlark_acceptance.release.record import junit_xml
+    from tests.run.junit_schema import problems
+
+    warned = ["LogRotated: … lines written between a and b (8 s) may be missing"]
+    real = _summary(tmp_path, documented("earliestFailure") | {"warnings": warned})
+    path = tmp_path / "junit.xml"
+    path.write_text(junit_xml(real, tmp_path, Redactor()), encoding="utf-8")
+    assert problems(path) == []
+    (suite,) = list(junitparser.JUnitXml.fromfile(str(path)))
+    assert [p.value for p in suite.properties() if p.name == "warning"] == warned

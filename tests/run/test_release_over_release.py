@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from junitparser import JUnitXml
 
 from tests.run.suite_runs import STEP6_ONLY, SuiteRun, run_suite, site_copy
 
@@ -134,6 +135,13 @@ def test_a_slower_stage_is_a_warning_then_under_the_strict_policy_a_failure_of_b
         for h in json.loads(f.read_text(encoding="utf-8")).get("history") or []
     ]
     assert pasts and {h["status"] for h in pasts} == {"passed"}, pasts[:3]
+    # The warning where CI reads JUnit (the profile's suite) and on the report's overview.
+    (suite,) = [
+        x for x in JUnitXml.fromfile(str(slow.reports / "junit.xml")) if "profile" in x.name
+    ]
+    assert warning.group(0) in " ".join(p.value for p in suite.properties() if p.name == "warning")
+    (env,) = list(rendered.report.rglob("allure_environment.json"))
+    assert warning.group(0) in env.read_text(encoding="utf-8"), env.read_text()[:2000]
 
     strict = run_suite(site, *args, "--budgets", "strict")
     s = strict.summary

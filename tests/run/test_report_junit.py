@@ -252,3 +252,35 @@ def test_the_report_command_on_a_directory_without_results_says_so_in_one_line(
     assert done.stdout == "" and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert "allure-results: no Allure results" in done.stderr
     assert not (tmp_path / "nowhere").exists(), "a failed rendering created the directory"
+
+
+def test_the_records_warnings_are_the_profile_suites_properties_and_output(
+    tmp_path: Path,
+) -> None:
+    """A green run that warns (lines that may be missing, a stage that regressed) is green in
+    JUnit too, and says so where a CI consumer reads a suite: its ``warning`` properties and
+    its output; the Allure environment (the report's overview) lists them."""
+    r = RunReport("p.yaml")
+    _add(r, "p-6.1", ["6.1"]).finish("passed")
+    r.warnings += [
+        "LogRotated: the kubelet rotated the Worker's log before it was read: lines written "
+        "between 12:00:01 and 12:00:09 (8 s) may be missing",
+        "B.1: rayHead 41.2 s: 6.8× the median of the last 5 runs (6.1 s) (regressed)",
+    ]
+    _, xml = _junit(r, tmp_path)
+    (suite,) = [s for s in xml if "the profile as it is" in s.name]
+    warned = [p.value for p in suite.properties() if p.name == "warning"]
+    assert warned == r.warnings
+    out = suite._elem.find("system-out")  # junitparser reads a suite's output no other way
+    assert out is not None and out.text == "".join(f"warning: {w}\n" for w in r.warnings)
+    assert all(case.is_passed for case in suite)
+    env = writers.environment("p.yaml", r.summary())
+    assert env["warnings"] == "2" and env["warning.2"] == r.warnings[1]
+    assert env["warning.1"].startswith("LogRotated: ") and "\n" not in env["warning.1"]
+    # None: no property, no output.
+    quiet = RunReport("p.yaml")
+    _add(quiet, "p-6.1", ["6.1"]).finish("passed")
+    _, xml = _junit(quiet, tmp_path)
+    (suite,) = [s for s in xml if "the profile as it is" in s.name]
+    assert not [p for p in suite.properties() if p.name == "warning"]
+    assert suite._elem.find("system-out") is None

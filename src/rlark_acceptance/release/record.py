@@ -279,6 +279,7 @@ def junit_xml(data: dict[str, Any], reports: Path, redactor: Redactor) -> str:
             ("earliestFailure", first),
             ("runId", e.get("runId") or "none"),
             ("record", e["record"]),
+            *(("warning", w) for w in e.get("warnings") or []),
         ):
             ET.SubElement(props, "property", name=k, value=redactor.redact(str(v)))
         cases = _cases(reports / e["record"] / JUNIT_FILE)

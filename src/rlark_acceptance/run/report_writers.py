@@ -157,10 +157,12 @@ def junit_xml(report: RunReport, redactor: Redactor, others: Iterable[Any] = ())
 
     profile = suite(report_name(data) + " — the profile as it is")
     props = ET.SubElement(profile, "properties")
+    warnings = [str(w) for w in data.get("warnings") or []]
     for k, v in (
         ("profile", data["profile"]),
         ("verdict", data["verdict"]),
         ("earliestFailure", failed_at or "none"),
+        *(("warning", w) for w in warnings),
     ):
         ET.SubElement(props, "property", name=k, value=redactor.redact(str(v)))
     run_error = _run_error(report, data)
@@ -171,6 +173,12 @@ def junit_xml(report: RunReport, redactor: Redactor, others: Iterable[Any] = ())
     for s in ordered:
         if s.kind == "profile":
             case(profile, s)
+    if warnings:
+        # What the record warns of (lines that may be missing, a stage that regressed, what
+        # a clean-up left) beside the verdict: a CI page that shows the suite's output shows
+        # them, and a consumer reads them as the suite's ``warning`` properties.
+        out = ET.SubElement(profile, "system-out")
+        out.text = redactor.redact("".join(f"warning: {w}\n" for w in warnings))
     selfs = suite("self-checks (changed copies of the profile)")
     for s in ordered:
         if s.kind == "self-check":
@@ -332,10 +340,14 @@ def executor(report_name: str, build: str | None = None) -> dict[str, Any]:
 def environment(profile: str, summary: dict[str, Any]) -> dict[str, str]:
     import platform
 
+    warnings = [str(w) for w in summary.get("warnings") or []]
     return {
         "profile": profile,
         "verdict": str(summary["verdict"]),
         "earliestFailure": (summary["earliestFailure"] or {}).get("check") or "none",
+        # On the report's overview, beside the verdict (Allure's environment widget).
+        "warnings": str(len(warnings)),
+        **{f"warning.{i}": " ".join(w.split()) for i, w in enumerate(warnings, 1)},
         "python": platform.python_version(),
         "platform": platform.platform(),
     }
