@@ -93,13 +93,17 @@ class Site:
             text = text.replace("namespace: rlinf-acceptance", f"namespace: {namespace}")
             job = job.replace("namespace: rlinf-acceptance", f"namespace: {namespace}")
         for key, seconds in (timeouts or {}).items():
-            if f"  {key}: " in text:
-                text = "\n".join(
-                    f"  {key}: {seconds:g}" if line.startswith(f"  {key}: ") else line
-                    for line in text.splitlines()
-                )
+            # Within timeouts: only (runInfo has a firstSignal of its own).
+            head, sep, block = text.partition("\ntimeouts:\n")
+            assert sep, "the profile has no timeouts: block"
+            lines = block.splitlines()
+            end = next((i for i, x in enumerate(lines) if not x.startswith("  ")), len(lines))
+            found = [i for i in range(end) if lines[i].startswith(f"  {key}: ")]
+            if found:
+                lines[found[0]] = f"  {key}: {seconds:g}"
             else:
-                text = text.rstrip("\n") + f"\n  {key}: {seconds:g}\n"
+                lines.insert(end, f"  {key}: {seconds:g}")
+            text = head + sep + "\n".join(lines) + "\n"
         if not training:
             text = text.rstrip("\n") + "\ntraining: false\n"
         site = cls(root, root / "profile.yaml", root / "job.yaml")
