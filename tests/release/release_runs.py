@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from testenv import state
-from tests.run.suite_runs import ROOT, Site, output_until, site_copy
+from tests.run.suite_runs import LOADED_TIMEOUTS, ROOT, Site, output_until, site_copy
 
 
 def variant(tmp: Path, name: str) -> Site:
@@ -25,6 +27,25 @@ def variant(tmp: Path, name: str) -> Site:
     site = site_copy(tmp / name)
     site.edit(site.profile, "name: smoke-ppo-mlp-local\n", f"name: {name}\n")
     return site
+
+
+def loaded_clone(tmp: Path) -> Path:
+    """The repository's release.yaml and profiles/ as they are, beside what they name by
+    ``../`` (the virtualenv, the sources, testenv's files), with the loaded deadlines of
+    ``site_copy``: the release's two local Ray heads start beside the other workers' suites
+    on the same two cores, where 6.3 has met the profile's 60 s (both heads, at once)."""
+    clone = tmp / "clone"
+    clone.mkdir(parents=True)
+    shutil.copy(ROOT / "release.yaml", clone / "release.yaml")
+    shutil.copytree(ROOT / "profiles", clone / "profiles", symlinks=True)
+    for name in (".venv", "src", ".testenv"):
+        (clone / name).symlink_to(ROOT / name, target_is_directory=True)
+    for profile in (clone / "profiles").glob("*.yaml"):
+        text = profile.read_text(encoding="utf-8")
+        for key in LOADED_TIMEOUTS:
+            text = re.sub(rf"(?m)^(  {key}: )(\d+)\b", lambda m: f"{m[1]}{int(m[2]) * 3}", text)
+        profile.write_text(text, encoding="utf-8")
+    return clone / "release.yaml"
 
 
 def release_file(path: Path, profiles: list[Path | str], **settings: Any) -> Path:
@@ -58,7 +79,19 @@ class ReleaseRun:
     summary: dict[str, Any] = field(default_factory=dict)
 
     def explain(self) -> str:
-        return f"exit {self.returncode}\n{self.output[-6000:]}"
+        return f"exit {self.returncode}\n{self.output[-6000:]}{self.failed_logs()}"
+
+    def failed_logs(self) -> str:
+        """The text attachments (the Worker's log among them) of each profile that was not
+        accepted: what a CI failure of a release leaves to read once its files are gone."""
+        out = []
+        for p in self.summary.get("profiles", []):
+            if p.get("accepted") or not p.get("record"):
+                continue
+            for f in sorted((self.reports / p["record"] / "allure-results").glob("*.txt")):
+                tail = f.read_text(encoding="utf-8", errors="replace").splitlines()[-40:]
+                out.append(f"\n--- {p['name']}: {f.name}\n" + "\n".join(tail))
+        return "".join(out)
 
     def profile(self, name: str) -> dict[str, Any]:
         found = [p for p in self.summary["profiles"] if p["name"] == name]

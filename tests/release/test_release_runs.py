@@ -28,6 +28,7 @@ from rlark_acceptance.model.doc_checks import remedy
 from rlark_acceptance.run.report_writers import SECTIONS
 from tests.release.release_runs import (
     ReleaseRun,
+    loaded_clone,
     release_file,
     run_release,
     run_release_interrupted,
@@ -70,8 +71,10 @@ def junit_matches_records(run: ReleaseRun) -> dict[str, list[Any]]:
 def test_a_release_of_three_profiles_local_a_variant_and_kubernetes(
     tmp_path: Path, kube_env: Any
 ) -> None:
-    # The repository's own release file, as a user runs it from a clone.
-    run = run_release(ROOT, tmp_path / "reports", "--release", "release.yaml")
+    # The repository's own release file and profiles, as a user runs them from a clone (with
+    # the deadlines of a loaded machine: loaded_clone).
+    release = loaded_clone(tmp_path)
+    run = run_release(ROOT, tmp_path / "reports", "--release", str(release))
     names = ["smoke-ppo-mlp-local", "smoke-ppo-mlp-local-patient", "smoke-ppo-mlp-kubernetes"]
 
     assert run.returncode == 0, run.explain()
@@ -91,7 +94,7 @@ def test_a_release_of_three_profiles_local_a_variant_and_kubernetes(
         row = [x.split() for x in run.output.splitlines() if x.split()[:1] == [p["name"]]][-1]
         assert row[1:] == ["ACCEPTED"] + ["ok"] * len(p["sections"]), row
     assert "release testenv: ACCEPTED on 3 of 3" in run.output
-    assert s["profiles"][1]["listedAt"] == "release.yaml:10"
+    assert s["profiles"][1]["listedAt"] == f"{release}:10"
 
     suites = junit_matches_records(run)
     for cases in suites.values():

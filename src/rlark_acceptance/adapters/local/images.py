@@ -82,7 +82,9 @@ def resolve(reference: str, images: dict[str, Any] | None, base: Path) -> LocalI
                 f"(python -m rlark_acceptance.adapters.local.images build {lock})"
             )
     else:
-        prefix = Path(os.path.abspath(base / os.path.expanduser(str(env))))
+        # Through its symlinks: the Pod's root shows the environment's own folder, not a
+        # link to it (``~/envs/current`` → a versioned venv), so a link's PATH finds no ray.
+        prefix = Path(os.path.realpath(base / os.path.expanduser(str(env))))
     if not (prefix / "bin" / "python").exists():
         raise ImageError(f'Failed to pull image "{reference}": {prefix} has no bin/python')
     workspace = {
