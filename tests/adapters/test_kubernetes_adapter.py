@@ -37,7 +37,17 @@ from kubernetes.client.exceptions import ApiException
 from safetensors.numpy import save
 
 from fixtures.testenv import KubeEnv, S3Env
-from rlark_acceptance.adapters import Happening, JobRef, Observation, SubmitRejected, open_adapter
+from rlark_acceptance.adapters import (
+    EventSeen,
+    Happening,
+    JobRef,
+    LogLines,
+    Observation,
+    PodChanged,
+    SubmitRejected,
+    TargetLost,
+    open_adapter,
+)
 from rlark_acceptance.adapters.base import LeftoversRemoved, LeftoversUnchecked
 from rlark_acceptance.adapters.kubernetes.adapter import KubernetesAdapter, KubernetesAdapterError
 from rlark_acceptance.adapters.kubernetes.options import KubernetesOptions
@@ -172,9 +182,11 @@ def log_lines(obs: Observation, n: int, timeout: float = 30) -> list[str]:
     got: list[str] = []
     deadline = time.monotonic() + timeout
     while len(got) < n:
-        item = next_until(obs, lambda h: h.kind in ("log", "lost"), deadline - time.monotonic())
-        assert item.kind == "log", item.lost
-        got.extend(item.log_lines)
+        item = next_until(
+            obs, lambda h: isinstance(h, LogLines | TargetLost), deadline - time.monotonic()
+        )
+        assert isinstance(item, LogLines), item
+        got.extend(item.lines)
     return got
 
 
@@ -454,8 +466,8 @@ def test_reads_map_the_cluster_and_a_late_observer_sees_everything(
     assert ref == JobRef(job.name, kube_namespace, ref.uid) and ref.uid
     assert adapter.list_jobs(kube_namespace) == [job.name]
     obs = adapter.observe(ref)
-    started = next_until(obs, lambda h: h.pod is not None and h.pod.phase in STARTED)
-    assert started.pod is not None and started.pod.node == NODE
+    started = next_until(obs, lambda h: isinstance(h, PodChanged) and h.pod.phase in STARTED)
+    assert isinstance(started, PodChanged) and started.pod.node == NODE
     kube_env.write_log(log_file, ["first line", "second line"])  # stand-in Worker output
     assert log_lines(obs, 2) == ["first line", "second line"]
 
@@ -475,7 +487,8 @@ def test_reads_map_the_cluster_and_a_late_observer_sees_everything(
 
     # Started late: the current Pod state, then the log from its start, then what follows.
     late = adapter.observe(ref)
-    assert next_until(late, lambda h: h.kind == "pod").pod == pod
+    changed = next_until(late, lambda h: isinstance(h, PodChanged))
+    assert isinstance(changed, PodChanged) and changed.pod == pod
     assert log_lines(late, 2) == ["first line", "second line"]
     kube_env.write_log(log_file, ["third line"])
     assert log_lines(late, 1) == ["third line"]
@@ -830,7 +843,7 @@ def test_broken_streams_are_opened_again_without_repeating_lines(
     log_file = kube_env.pod_log_file(kube_namespace, f"{job.name}-worker-0")
     ref = adapter.submit(job, manifest)
     obs = adapter.observe(ref)
-    next_until(obs, lambda h: h.pod is not None and h.pod.phase in STARTED)
+    next_until(obs, lambda h: isinstance(h, PodChanged) and h.pod.phase in STARTED)
     kube_env.write_log(log_file, ["before the break"])  # stand-in Worker output
     assert log_lines(obs, 1) == ["before the break"]
     # Cut every stream the observation holds open (Pod watch, Event watch, followed log)
@@ -848,7 +861,8 @@ def test_broken_streams_are_opened_again_without_repeating_lines(
     kube_env.write_log(log_file, ["after the break"])
     # The log was read again, the first line skipped.
     assert log_lines(obs, 1) == ["after the break"]
-    failed = [h.event for h in obs.drain() if h.event and h.event.reason == "ObserveFailed"]
+    events = [h.event for h in obs.drain() if isinstance(h, EventSeen)]
+    failed = [e for e in events if e.reason == "ObserveFailed"]
     assert not failed, failed
     adapter.delete(ref)
     assert job_pods(kube_env, kube_namespace, job.name) == []
@@ -871,7 +885,7 @@ def test_an_api_server_killed_and_started_again_loses_and_doubles_no_log_line(
     log_file = kube_env.pod_log_file(kube_namespace, f"{job.name}-worker-0")
     ref = adapter.submit(job, manifest)
     obs = adapter.observe(ref)
-    next_until(obs, lambda h: h.pod is not None and h.pod.phase in STARTED)
+    next_until(obs, lambda h: isinstance(h, PodChanged) and h.pod.phase in STARTED)
     written = [f"before {i}" for i in range(200)]
     kube_env.write_log(log_file, written)
     got = log_lines(obs, len(written))
@@ -884,7 +898,9 @@ def test_an_api_server_killed_and_started_again_loses_and_doubles_no_log_line(
     kube_env.write_log(log_file, after)
     got += log_lines(obs, len(during) + len(after), 120)
     assert got == written + during + after
-    failed = [h.event for h in obs.drain() if h.event and h.event.type == "Warning"]
+    failed = [
+        h.event for h in obs.drain() if isinstance(h, EventSeen) and h.event.type == "Warning"
+    ]
     assert not [e for e in failed if e.source == "rlark-acceptance"], failed
     adapter.delete(ref)
     assert job_pods(kube_env, kube_namespace, job.name) == []

@@ -35,7 +35,7 @@ from junitparser import JUnitXml
 from kubernetes import client
 
 from fixtures.testenv import KubeEnv, S3Env
-from rlark_acceptance.adapters import open_adapter
+from rlark_acceptance.adapters import EventSeen, LogEnded, LogLines, TargetLost, open_adapter
 from rlark_acceptance.model.job import JOB_NAME_LABEL, read_job
 from rlark_acceptance.model.profile import load_profile
 from rlark_acceptance.run.step6.plan import manifest_of
@@ -400,12 +400,12 @@ def test_every_line_of_300_mb_is_read_once_in_order(
         deadline = started + 600
         while (left := deadline - time.monotonic()) > 0:
             item = obs.next(left)
-            if item is None or item.kind in ("end", "lost"):
-                assert item is not None and item.kind == "end", item
+            if item is None or isinstance(item, LogEnded | TargetLost):
+                assert isinstance(item, LogEnded), item
                 break
-            if item.event is not None and item.event.type == "Warning":
+            if isinstance(item, EventSeen) and item.event.type == "Warning":
                 warned.append(item.event)
-            for line in item.log_lines:
+            for line in item.lines if isinstance(item, LogLines) else ():
                 if line.startswith("L") and line[1:10].isdigit():
                     if int(line[1:10]) != got:
                         bad.append((got, line[:14], [x[:40] for x in prev[-3:]]))

@@ -27,7 +27,17 @@ from typing import Any
 import pytest
 import yaml
 
-from rlark_acceptance.adapters import Happening, JobRef, Observation, PodStatus, open_adapter
+from rlark_acceptance.adapters import (
+    EventSeen,
+    Happening,
+    JobRef,
+    LogEnded,
+    LogLines,
+    Observation,
+    PodChanged,
+    PodStatus,
+    open_adapter,
+)
 from rlark_acceptance.adapters.local.adapter import LocalAdapter
 from rlark_acceptance.adapters.local.leftovers import POD_MARKER_ENV, LeftoversRemoved
 from rlark_acceptance.model.job import JOB_NAME_LABEL, ROLE_LABEL, RUN_ID_LABEL, Job, read_job
@@ -72,15 +82,15 @@ class Trace:
     ended: bool = False
 
     def add(self, h: Happening) -> None:
-        if h.kind == "pod" and h.pod is not None:
+        if isinstance(h, PodChanged):
             self.pods.append(h.pod)
             self.phase_at.setdefault(h.pod.phase, h.at)
-        elif h.kind == "log":
-            self.lines.extend(h.log_lines)
-            self.line_at.extend(h.at for _ in h.log_lines)
-        elif h.kind == "event" and h.event is not None:
+        elif isinstance(h, LogLines):
+            self.lines.extend(h.lines)
+            self.line_at.extend(h.at for _ in h.lines)
+        elif isinstance(h, EventSeen):
             self.events.append(f"{h.event.reason}: {h.event.message}")
-        elif h.kind == "end":
+        elif isinstance(h, LogEnded):
             self.ended = True
 
     @property
@@ -566,7 +576,7 @@ def test_node_inventory_and_clusters(adapter: LocalAdapter) -> None:
 CHILD = textwrap.dedent("""\
     import sys, time
     from pathlib import Path
-    from rlark_acceptance.adapters import open_adapter
+    from rlark_acceptance.adapters import LogLines, PodChanged, open_adapter
     from rlark_acceptance.model.job import read_job
     from rlark_acceptance.model.profile import load_profile
 
@@ -577,12 +587,12 @@ CHILD = textwrap.dedent("""\
     obs = adapter.observe(ref)
     while True:
         h = obs.next(120)
-        if h is None or (h.kind == "pod" and h.pod.terminal):
+        if h is None or (isinstance(h, PodChanged) and h.pod.terminal):
             # Say why, with the Pod's log, so a failure here explains itself.
             print("UNEXPECTED", h, flush=True)
             print(adapter.logs(ref, f"{job.name}-worker-0")[-3000:], flush=True)
             sys.exit(9)
-        if h.kind == "log" and "sleeping" in h.log_lines:
+        if isinstance(h, LogLines) and "sleeping" in h.lines:
             break
     print("READY", ref.uid, adapter.pod_dir(ref, f"{job.name}-worker-0"), flush=True)
     time.sleep(300)

@@ -20,10 +20,15 @@ from typing import Any
 from rlark_acceptance.adapters.base import (
     CleanupRefused,
     Event,
+    EventSeen,
     Happening,
     JobRef,
+    LogEnded,
+    LogLines,
+    PodChanged,
     PodStatus,
     SubmitRejected,
+    TargetLost,
     TargetUnreachable,
 )
 from rlark_acceptance.model.job import Job, Mount
@@ -56,11 +61,11 @@ class Step:
 
 def pod(at: float, phase: str = "Running", node: str | None = NODE, **kw: object) -> Step:
     status = PodStatus(POD, node, phase, **kw)  # type: ignore[arg-type]
-    return Step(at, Happening("pod", at, pod=status))
+    return Step(at, PodChanged(at, status))
 
 
 def line(at: float, text: str) -> Step:
-    return Step(at, Happening("log", at, line=text))
+    return Step(at, LogLines(at, (text,)))
 
 
 def lines(at: float, *texts: str) -> list[Step]:
@@ -70,30 +75,31 @@ def lines(at: float, *texts: str) -> list[Step]:
 def stamped(at: float, written: float, *texts: str) -> Step:
     """Lines read at ``at`` that the Worker wrote at ``written`` (a target that stamps its
     log, read behind the Worker)."""
-    return Step(at, Happening("log", at, lines=texts, written=written))
+    return Step(at, LogLines(at, texts, written=written))
 
 
 def end(at: float) -> Step:
-    return Step(at, Happening("end", at))
+    return Step(at, LogEnded(at))
 
 
 def lost(at: float, message: str, left: str = "") -> Step:
     """The target stopped answering past its bound (its API server, a node's kubelet)."""
-    return Step(at, Happening("lost", at, lost=TargetUnreachable(message, left)))
+    return Step(at, TargetLost(at, TargetUnreachable(message, left)))
 
 
 def warning(at: float, reason: str, message: str) -> Step:
-    return Step(at, Happening("event", at, event=Event(f"pod/{POD}", reason, message, "Warning")))
+    return Step(at, EventSeen(at, Event(f"pod/{POD}", reason, message, "Warning")))
 
 
 def call(at: float, fn: Callable[[], None]) -> Step:
     """Something the script does to the world at ``at`` (a store going away, say)."""
-    return Step(at, Happening("event", at, event=Event("script", "Scripted", "")), then=fn)
+    return Step(at, EventSeen(at, Event("script", "Scripted", "")), then=fn)
 
 
 def _shifted(item: Happening, t0: float) -> Happening:
-    written = None if item.written is None else t0 + item.written
-    return replace(item, at=t0 + item.at, written=written)
+    if isinstance(item, LogLines) and item.written is not None:
+        return replace(item, at=t0 + item.at, written=t0 + item.written)
+    return replace(item, at=t0 + item.at)
 
 
 class ScriptedObservation:
@@ -166,7 +172,7 @@ class ScriptedTarget:
     def pods(self, ref: JobRef) -> list[PodStatus]:
         observed = self.observations.get(ref.name, self.observation)
         seen = observed.seen if observed else []
-        last = [h.pod for h in seen if h.pod is not None][-1:]
+        last = [h.pod for h in seen if isinstance(h, PodChanged)][-1:]
         return last + [
             replace(p, name=f"{p.name}-{i}") for p in last for i in range(self.extra_pods)
         ]

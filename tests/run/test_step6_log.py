@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rlark_acceptance.adapters.base import Happening
+from rlark_acceptance.adapters.base import LogLines
 from rlark_acceptance.run.step6.log import RAY_STARTED, block_pattern, first_line, is_script_output
 from rlark_acceptance.run.step6.observed import Observed
 from rlark_acceptance.run.step6.printed_config import OneNode
@@ -113,7 +113,7 @@ SCRIPT_LINES = st.sampled_from(
 def _read(batches: list[list[str]]) -> tuple[Any, ...]:
     seen = Observed(0.0, re.compile(r"Global Step: +\d+%\|"), LogTail())
     for batch in batches:
-        seen.take(Happening("log", 0.0, lines=batch))
+        seen.take(LogLines(0.0, batch))
     log = seen.log
     config = (log.config, log.unparsed_configs, OneNode().verdict(seen))
     return log.ray_line, log.script_line, log.signal_line, log.signal_text, config

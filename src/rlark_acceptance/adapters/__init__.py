@@ -9,11 +9,16 @@ from rlark_acceptance.adapters.base import (
     FATAL_REASONS,
     Adapter,
     Event,
+    EventSeen,
     Happening,
     JobRef,
+    LogEnded,
+    LogLines,
     Observation,
+    PodChanged,
     PodStatus,
     SubmitRejected,
+    TargetLost,
 )
 from rlark_acceptance.model.errors import InputError
 
@@ -45,10 +50,15 @@ __all__ = [
     "FATAL_REASONS",
     "Adapter",
     "Event",
+    "EventSeen",
     "Happening",
     "JobRef",
+    "LogEnded",
+    "LogLines",
     "Observation",
+    "PodChanged",
     "PodStatus",
     "SubmitRejected",
+    "TargetLost",
     "open_adapter",
 ]

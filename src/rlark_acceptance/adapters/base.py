@@ -22,7 +22,7 @@ import time
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from rlark_acceptance.model.job import Job, Mount
@@ -146,28 +146,55 @@ class Event:
     time: float = 0.0
 
 
-@dataclass(frozen=True)
-class Happening:
-    """One item of an observation stream; a ``log`` item carries one line or a batch."""
+# The items of an observation stream, each stamped ``at`` (monotonic seconds) when it
+# happened. One class per kind, so a reader dispatches on the type and mypy checks that every
+# kind is handled (``assert_never``).
 
-    kind: Literal["pod", "log", "event", "end", "lost"]
+
+@dataclass(frozen=True)
+class PodChanged:
+    """The Worker's Pod as the target has it now."""
+
     at: float
-    pod: PodStatus | None = None
-    line: str | None = None
-    event: Event | None = None
-    lost: TargetUnreachable | None = None
-    lines: Sequence[str] = ()
+    pod: PodStatus
+
+
+@dataclass(frozen=True)
+class LogLines:
+    """Lines of the Worker's log, in order."""
+
+    at: float
+    lines: Sequence[str]
     # When the batch's last line was written, by the target's stamps, on the clock of ``at``
     # (None: the target does not stamp its log): a reader behind the Worker is told from a
     # Worker that is late.
     written: float | None = None
 
-    @property
-    def log_lines(self) -> Sequence[str]:
-        """The log lines this item carries, in order (none for other kinds)."""
-        if self.lines:
-            return self.lines
-        return (self.line,) if self.line is not None else ()
+
+@dataclass(frozen=True)
+class EventSeen:
+    """An Event about the Job or its Pods."""
+
+    at: float
+    event: Event
+
+
+@dataclass(frozen=True)
+class LogEnded:
+    """The Worker's log stream ended: no more lines will come."""
+
+    at: float
+
+
+@dataclass(frozen=True)
+class TargetLost:
+    """The target stopped answering past its bound: nothing more can be observed."""
+
+    at: float
+    cause: TargetUnreachable
+
+
+Happening = PodChanged | LogLines | EventSeen | LogEnded | TargetLost
 
 
 # Log text an observation holds for a reader that is behind. A writer beyond it waits, as a
@@ -193,7 +220,7 @@ class Observation:
         self._replay = replay
 
     def put(self, item: Happening) -> None:
-        size = sum(map(len, item.log_lines))
+        size = sum(map(len, item.lines)) if isinstance(item, LogLines) else 0
         with self._cond:
             while size and self._items and self._chars + size > self._max and not self._closed:
                 self._cond.wait()
@@ -204,21 +231,21 @@ class Observation:
             self._cond.notify_all()
 
     def put_pod(self, pod: PodStatus) -> None:
-        self.put(Happening("pod", time.monotonic(), pod=pod))
+        self.put(PodChanged(time.monotonic(), pod))
 
     def put_lines(self, lines: Sequence[str], written: float | None = None) -> None:
         """A batch of log lines; ``written``: when its last line was written, in seconds
         since the epoch (the target's stamps)."""
         now = time.monotonic()
         at = None if written is None else now - max(0.0, time.time() - written)
-        self.put(Happening("log", now, lines=lines, written=at))
+        self.put(LogLines(now, lines, written=at))
 
     def put_event(self, event: Event) -> None:
-        self.put(Happening("event", time.monotonic(), event=event))
+        self.put(EventSeen(time.monotonic(), event))
 
     def end(self) -> None:
         """No more log lines will come (the Worker's log stream ended)."""
-        self.put(Happening("end", time.monotonic()))
+        self.put(LogEnded(time.monotonic()))
 
     def _take(self) -> Happening | None:
         with self._cond:
@@ -231,7 +258,7 @@ class Observation:
 
     def lost(self, cause: TargetUnreachable) -> None:
         """The target stopped answering: nothing more can be observed (ends the phase)."""
-        self.put(Happening("lost", time.monotonic(), lost=cause))
+        self.put(TargetLost(time.monotonic(), cause))
 
     def next(self, timeout: float) -> Happening | None:
         if self._replay is not None:

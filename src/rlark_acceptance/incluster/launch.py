@@ -363,7 +363,7 @@ def _fetch(url: str, reports: Path, say: Any, seconds: dict[str, float]) -> bool
             path.unlink(missing_ok=True)
     try:
         complete = record.download(url, reports)
-    except Exception as e:
+    except Exception as e:  # any store's or client's failure: said, and the run is not passed
         say(f"error: the runner's record could not be fetched from {url}: {type(e).__name__}: {e}")
         return False
     if not complete:
@@ -371,7 +371,7 @@ def _fetch(url: str, reports: Path, say: Any, seconds: dict[str, float]) -> bool
         return False
     try:
         record.remove(url)
-    except Exception as e:
+    except Exception as e:  # any: the record is here already; where the copy stays is said
         say(f"warning: the fetched record stays at {url}: {type(e).__name__}: {e}")
     seconds["fetch"] = round(time.monotonic() - t0, 2)
     say(f"in-cluster: record fetched into {reports} ({seconds['fetch']:.1f}s)")

@@ -21,11 +21,11 @@ KeyPath = tuple[Hashable, ...]
 _PART = re.compile(r"\[(-?\d+)\]|([^.\[\]]+)")
 
 
-def _text(value: object) -> str:
+def safe_text(value: object) -> str:
     """``str(value)`` that cannot raise (a broken ``__str__`` must not escape)."""
     try:
         return str(value)
-    except Exception:
+    except Exception:  # any: a value from a user's YAML is named by its type instead
         return f"<{type(value).__name__}>"
 
 
@@ -33,9 +33,9 @@ def dotted(path: KeyPath) -> str:
     out = ""
     for part in path:
         if isinstance(part, int) and not isinstance(part, bool):
-            out += f"[{_text(part)}]"
+            out += f"[{safe_text(part)}]"
         else:
-            out += ("." if out else "") + _text(part)
+            out += ("." if out else "") + safe_text(part)
     return out
 
 

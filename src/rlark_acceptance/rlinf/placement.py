@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from rlark_acceptance.model.keypath import KeyPath, dotted
+from rlark_acceptance.model.keypath import KeyPath, dotted, safe_text
 
 ResourceKind = Literal["accelerator", "hardware", "node"]
 
@@ -151,19 +151,11 @@ class ClusterSummary:
 
 def _key(key: Any) -> str | int:
     # Keep the key as it is in the mapping so the caller can look its line up.
-    return key if isinstance(key, str | int) else _text(key)
-
-
-def _text(value: Any) -> str:
-    """``str(value)`` that cannot raise (a broken ``__str__`` must not escape)."""
-    try:
-        return str(value)
-    except Exception:
-        return f"<{type(value).__name__}>"
+    return key if isinstance(key, str | int) else safe_text(key)
 
 
 def _short(value: Any, limit: int = 60) -> str:
-    text = _text(value)
+    text = safe_text(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -433,7 +425,7 @@ def _label(value: Any, path: KeyPath, out: _Collector, what: str) -> str | None:
         else:
             out.add(path, f"{what} must be a string, not {type(value).__name__}")
         return None
-    text = _text(value).strip()
+    text = safe_text(value).strip()
     if not text:
         out.add(path, f"{what} is empty")
         return None
@@ -548,7 +540,7 @@ def _parse_env_configs(
                             "each env_vars item must be a mapping with exactly one key",
                         )
                         continue
-                    name = _text(next(iter(item)))
+                    name = safe_text(next(iter(item)))
                     if name in env_keys:
                         out.add((*epath, "env_vars", j), f"env var '{name}' is set twice")
                     env_keys.add(name)
@@ -558,7 +550,7 @@ def _parse_env_configs(
             EnvConfig(
                 node_ranks=ranks,
                 env_var_keys=tuple(keys),
-                python_interpreter_path=None if interp is None else _text(interp),
+                python_interpreter_path=None if interp is None else safe_text(interp),
                 path=epath,
             )
         )
@@ -603,7 +595,7 @@ def _parse_component(
 ) -> ComponentPlacement:
     path: KeyPath = (*ROOT, "component_placement", _key(key))
     before = len(out.problems)
-    names = tuple(n.strip() for n in _text(key).split(","))
+    names = tuple(n.strip() for n in safe_text(key).split(","))
     if any(not n for n in names):
         out.add(path, f"empty component name in '{_short(key)}'")
         names = tuple(n for n in names if n)
@@ -787,7 +779,7 @@ def _raw_declares_hardware(raw: Any) -> bool:
         if entry.get("hardware") is not None:
             return True
         hw_type = entry.get("hardware_type")
-        if hw_type is not None and _text(hw_type) != ACCELERATOR_HW_TYPE:
+        if hw_type is not None and safe_text(hw_type) != ACCELERATOR_HW_TYPE:
             return True
     return False
 

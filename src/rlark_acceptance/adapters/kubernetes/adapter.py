@@ -572,7 +572,7 @@ class KubernetesAdapter:
         for ref in refs:  # one Job that cannot be deleted must not keep the others
             try:
                 self.delete(ref)
-            except Exception as e:
+            except Exception as e:  # any: a CleanupFailed warning naming what is left
                 failed = True
                 what = e if isinstance(e, CleanupRefused | KubernetesAdapterError) else None
                 text = str(what) if what is not None else f"{e}; {self.left_behind(ref)}"

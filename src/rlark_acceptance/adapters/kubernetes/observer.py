@@ -420,7 +420,7 @@ class Observer:
                     if not self._take(batch, cursor, chain, seg, put):
                         return  # the next file's reader has the rest
                 whole = True
-            except Exception as e:
+            except Exception as e:  # closed under it by a stop or a cut; HTTP/OS errors retried
                 if self.stopper.stopped or seg.complete:
                     return
                 if not isinstance(e, urllib3.exceptions.HTTPError | OSError):

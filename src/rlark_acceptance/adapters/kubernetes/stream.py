@@ -350,7 +350,7 @@ def list_then_watch(
                 broken = 0
                 if ev.get("type") != "BOOKMARK":
                     on_item(str(ev.get("type")), obj)
-        except Exception as e:
+        except Exception as e:  # closed under it by a stop; HTTP, OS, transient: watched again
             if stopper.stopped:
                 return
             if not isinstance(e, urllib3.exceptions.HTTPError | OSError) and not is_transient(e):

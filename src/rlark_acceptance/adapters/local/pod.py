@@ -28,7 +28,16 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rlark_acceptance.adapters import cleanup
-from rlark_acceptance.adapters.base import Event, Happening, Observation, PodStatus
+from rlark_acceptance.adapters.base import (
+    Event,
+    EventSeen,
+    Happening,
+    LogEnded,
+    LogLines,
+    Observation,
+    PodChanged,
+    PodStatus,
+)
 from rlark_acceptance.adapters.local.spec import (
     STATUS_ERROR,
     STATUS_MOUNT_FAILED,
@@ -119,7 +128,7 @@ class PodRun:
     def set_phase(self, **changes: object) -> None:
         with self.lock:
             self.status = replace(self.status, **changes)  # type: ignore[arg-type]
-            self._post(Happening("pod", time.monotonic(), pod=self.status))
+            self._post(PodChanged(time.monotonic(), self.status))
 
     def event(
         self, reason: str, message: str, type_: str = "Normal", source: str = "kubelet"
@@ -127,13 +136,13 @@ class PodRun:
         ev = Event(f"pod/{self.name}", reason, message, type_, source, time.time())
         with self.lock:
             self.events.append(ev)
-            self._post(Happening("event", time.monotonic(), event=ev))
+            self._post(EventSeen(time.monotonic(), ev))
 
     def lines(self, lines: list[str], span: LogSpan) -> None:
         """Lines the Worker printed, at ``span`` of the log file."""
         if not lines:
             return
-        happening = Happening("log", span.at, lines=lines)
+        happening = LogLines(span.at, lines)
         with self.lock:
             self.last_line = lines[-1]
             last = self.history[-1] if self.history else None
@@ -150,7 +159,7 @@ class PodRun:
     def end_log(self) -> None:
         with self.lock:
             self.ended = True
-            self._post(Happening("end", time.monotonic()))
+            self._post(LogEnded(time.monotonic()))
 
     def attach(self, obs: Observation) -> None:
         """Replay everything so far into ``obs``, then keep it fed (no gap, no duplicate)."""
@@ -181,7 +190,7 @@ class PodRun:
                         cut = len(data) if left <= 0 else data.rfind(b"\n") + 1
                         whole, carry = data[:cut], data[cut:]
                         if whole:
-                            yield Happening("log", item.at, lines=split_lines(whole))
+                            yield LogLines(item.at, split_lines(whole))
             except OSError:
                 return  # the scratch is gone with the deleted Pod: nothing left to replay
 

@@ -23,7 +23,9 @@ from typing import Protocol, assert_never
 from rlark_acceptance.adapters.base import (
     Adapter,
     CleanupRefused,
+    EventSeen,
     Happening,
+    LogLines,
     SubmitRejected,
     TargetUnreachable,
 )
@@ -403,9 +405,9 @@ class Engine:
         if item is None:
             return None
         self.seen.take(item)
-        if item.kind == "event" and item.event is not None:
+        if isinstance(item, EventSeen):
             self.rec.events.append(item.event)
-        if item.kind == "log":
+        if isinstance(item, LogLines):
             if self.rec.printed_config is None:
                 self.rec.printed_config = self.seen.log.config
             self.read_along_now()

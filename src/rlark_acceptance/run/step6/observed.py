@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
+from typing import assert_never
 
 from rlark_acceptance.adapters.base import (
     DISRUPTION_REASONS,
@@ -18,10 +19,15 @@ from rlark_acceptance.adapters.base import (
     RUNTIME_LOST_REASONS,
     CleanupRefused,
     Event,
+    EventSeen,
     Happening,
     JobRef,
+    LogEnded,
+    LogLines,
+    PodChanged,
     PodStatus,
     SubmitRejected,
+    TargetLost,
     TargetUnreachable,
 )
 from rlark_acceptance.rlinf.failures import CONTAINER_RUNTIME_LOST, WORKER_DISRUPTED, Cause
@@ -123,27 +129,29 @@ class Observed:
 
     def take(self, item: Happening) -> None:
         self.happened_at = item.at
-        if item.kind == "pod" and item.pod is not None:
-            self.pod = item.pod
-            if pod_over(item.pod):
-                self.pod_over_at = self.pod_over_at or item.at
+        match item:
+            case PodChanged(pod=pod):
+                self.pod = pod
+                if pod_over(pod):
+                    self.pod_over_at = self.pod_over_at or item.at
+                    self.over_at = self.over_at or item.at
+            case EventSeen(event=event):
+                if event.type == "Warning":
+                    self.warning = event
+            case LogLines(lines=lines, written=written):
+                self.log_at = item.at
+                if written is not None:
+                    self.written, self.read_at = written, item.at
+                first = self.tail.count
+                self.tail.extend(lines)
+                self.log.feed_lines(lines, first, item.at)
+            case LogEnded():
+                self.ended = True
                 self.over_at = self.over_at or item.at
-        elif item.kind == "event" and item.event is not None:
-            if item.event.type == "Warning":
-                self.warning = item.event
-        elif item.kind == "log":
-            self.log_at = item.at
-            if item.written is not None:
-                self.written, self.read_at = item.written, item.at
-            lines = item.log_lines
-            first = self.tail.count
-            self.tail.extend(lines)
-            self.log.feed_lines(lines, first, item.at)
-        elif item.kind == "end":
-            self.ended = True
-            self.over_at = self.over_at or item.at
-        elif item.kind == "lost" and item.lost is not None:
-            self.lost = self.lost or item.lost
+            case TargetLost(cause=cause):
+                self.lost = self.lost or cause
+            case _:
+                assert_never(item)
 
     @property
     def steps(self) -> StepCounter:
