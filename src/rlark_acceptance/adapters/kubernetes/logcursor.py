@@ -62,6 +62,9 @@ BEHIND_SECONDS = 5.0
 # containerLogMaxSize (10 MiB by default), while the backlog a read resumed after an API
 # server outage delivers at once is an ordinary Worker's few lines, silences included.
 SKIP_AFTER_BYTES = 1 << 20
+# Delivered lines of one stamp kept to line a resumed read up by (CRI stamps are nanoseconds:
+# only a burst the runtime stamps at once shares one).
+TIE_KEPT = 1024
 
 
 @dataclass
@@ -85,10 +88,15 @@ class LogCursor:
         self.now = now
         self.stamp: str | None = None
         self.same = 0
+        # The texts of the delivered lines that carry ``stamp`` (the last ``same``, at most
+        # TIE_KEPT): a resumed read that starts inside them is lined up by text, and one that
+        # starts after them all (the file with the rest of them rotated away) is a gap.
+        self.tie: list[str] = []
         self.delivered = 0
         self.stamped: bool | None = None  # known from the first line read
         self._skip_key: tuple[float, int] | None = None
-        self._skip_same = 0
+        self._skip_tie: list[str] = []
+        self._skip_at: int | None = None  # the next line of ``_skip_tie`` the read repeats
         self._skip_count = 0
         self._first = False
         self._streamed = 0
@@ -100,7 +108,7 @@ class LogCursor:
         """A new read of the log starts: skip what was delivered already."""
         self._first = True
         self._skip_key = stamp_key(self.stamp) if self.stamped and self.stamp else None
-        self._skip_same = self.same
+        self._skip_tie, self._skip_at = list(self.tie), None
         self._skip_count = self.delivered if self.stamped is False else 0
         self._streamed = 0  # bytes of new lines this read has delivered
 
@@ -142,10 +150,13 @@ class LogCursor:
             if stamp != last:
                 break
             same += 1
+        tie = [p[2] for p in parts[len(parts) - same :]]
         if same == len(parts) and last == self.stamp:
             self.same += same
+            self._keep_tie(self.tie + tie)
         else:
             self.stamp, self.same = last, same
+            self._keep_tie(tie)
         texts.extend(rest if raw else (p[2] for p in parts))
         return texts, gap
 
@@ -189,19 +200,43 @@ class LogCursor:
                 key = stamp_key(stamp)
             except ValueError:  # a line the runtime did not stamp: taken as the last one's
                 key = self._skip_key
-            if key < self._skip_key or (key == self._skip_key and self._skip_same > 0):
-                if key == self._skip_key:
-                    self._skip_same -= 1
+            if key < self._skip_key:
+                return None, None
+            if key == self._skip_key and self._repeats(text):
                 return None, None
             if first and self.stamp is not None:
-                gap = Gap(self.stamp, stamp)  # the last line delivered is gone from the file
+                # The last line delivered is gone from the file (it starts later, or inside
+                # the last stamp's lines but after every one delivered): lines may be lost.
+                gap = Gap(self.stamp, stamp)
             self._skip_key = None
         if stamp == self.stamp:
             self.same += 1
+            self._keep_tie([*self.tie, text])
         else:
             self.stamp, self.same = stamp, 1
+            self._keep_tie([text])
         self.delivered += 1
         return text, gap
+
+    def _repeats(self, text: str) -> bool:
+        """A resumed read's line stamped as the last one delivered: whether it is one of the
+        delivered lines of that stamp. The read is lined up on its first such line (the
+        earliest delivered line with its text), then each next one must be the next
+        delivered; a line beyond them is new. Two equal texts under one stamp, at a rotation
+        that cut between them, cannot be told apart by any reader: taken as repeated."""
+        tie = self._skip_tie
+        if self._skip_at is None:
+            if text not in tie:
+                return False
+            self._skip_at = tie.index(text) + 1
+            return True
+        if self._skip_at < len(tie) and tie[self._skip_at] == text:
+            self._skip_at += 1
+            return True
+        return False
+
+    def _keep_tie(self, tie: list[str]) -> None:
+        self.tie = tie[-TIE_KEPT:]
 
 
 def open_log(
