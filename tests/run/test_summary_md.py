@@ -45,6 +45,19 @@ def test_the_summary_holds_the_verdict_failure_stages_and_changes() -> None:
     assert "![each stage over the last runs](stage-trend.svg)" in text
 
 
+def test_a_figure_on_a_rounding_edge_reads_the_same_in_the_table_json_and_warning() -> None:
+    # 37.4496 s is 37.45 in run-summary.json: a reader of the JSON rounds it to 37.5, and
+    # so must the table and the warning (the table once said 37.4).
+    budgets = evaluate({"rayHead": 37.4496}, Budgets(), [{"rayHead": 12.6496}] * 3, history="h")
+    kept = budgets.as_dict()["stages"]["rayHead"]
+    assert (f"{kept['seconds']:.1f}", f"{kept['median']:.1f}") == ("37.5", "12.7")
+    text = summary_md.render(SUMMARY, budgets, None, None)
+    assert "| rayHead | 37.5 | – | 12.7 (3) | 3.0× | regressed |" in text, text
+    assert budgets.warnings() == [
+        "rayHead 37.5 s: 3.0× the median of the last 3 runs (12.7 s) (regressed)"
+    ]
+
+
 def test_a_first_run_and_an_unchanged_run_say_so() -> None:
     first = evaluate({"rayHead": 5.0}, Budgets(), [], history="h")
     accepted = dict(SUMMARY, verdict="passed", earliestFailure=None, warnings=[])

@@ -155,12 +155,14 @@ def evaluate(
             for d in earlier
             if isinstance(d.get(stage), int | float) and not isinstance(d.get(stage), bool)
         ][-last:]
+        # To the millisecond, as run-summary.json keeps them: every form shows the same
+        # figure (37.4496 s would be 37.45 in the JSON, and 37.4 in the summary's table).
         stages.append(
             Stage(
                 stage,
-                float(durations[stage]),
+                round(float(durations[stage]), 3),
                 budgets.seconds.get(stage),
-                statistics.median(seen) if seen else None,
+                round(statistics.median(seen), 3) if seen else None,
                 len(seen),
                 ratio,
             )
