@@ -66,10 +66,12 @@ class Site:
         kubeconfig: Path | None = None,
         timeouts: dict[str, float] | None = None,
         training: bool = True,
+        overrides: str = "",
     ) -> Site:
         """The default Kubernetes profile; ``before`` runs in the run script before the
         smoke workload (the same text in the Job YAML and ``runInfo.startCommand``);
-        ``training=False``: the training checks off (``training: false``)."""
+        ``training=False``: the training checks off (``training: false``); ``overrides``:
+        added to the smoke workload's command line (in both places too)."""
         root.mkdir(parents=True, exist_ok=True)
         text = (REPO / "profiles" / "kubernetes.yaml").read_text()
         job = (REPO / "profiles" / "kubernetes" / "job.yaml").read_text()
@@ -77,6 +79,10 @@ class Site:
         text = text.replace("kubeconfig: ../.testenv/harness.kubeconfig", f"kubeconfig: {kube}")
         text = text.replace("config: ../src/", f"config: {REPO / 'src'}/")
         text = text.replace("job: kubernetes/job.yaml", "job: job.yaml")
+        if overrides:
+            logs = "runner.logger.log_path=/mnt/ckpt/logs"
+            assert text.count(logs) == 1 and job.count(logs) == 1
+            text, job = (x.replace(logs, f"{logs} {overrides}") for x in (text, job))
         if before:
             text = text.replace(
                 f"startCommand: {RUN_SCRIPT}", f"startCommand: {before}; {RUN_SCRIPT}"

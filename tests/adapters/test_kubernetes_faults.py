@@ -117,8 +117,13 @@ def test_an_api_server_outage_of_12_s_is_ridden_out(
 ) -> None:
     # During 6.5: with the training checks off, 6.5 waits for the checkpoint while the Worker
     # trains, as the page has it (with them on, the steps and the scalars are awaited first,
-    # and 6.5 then finds the checkpoint at once).
-    run, _ = start_waiting(tmp_path, 6 if during == "6.4" else 0, training=during == "6.4")
+    # and 6.5 then finds the checkpoint at once). The step after the first signal, which
+    # writes the first checkpoint, takes 6 s: on a busy machine a step's usual second was
+    # over before 6.4 had read its line, and 6.5 found the checkpoint without a wait.
+    slow = "smoke.step_seconds=6" if during == "6.5" else ""
+    run, _ = start_waiting(
+        tmp_path, 6 if during == "6.4" else 0, training=during == "6.4", overrides=slow
+    )
     try:
         if during == "6.5":
             run.wait_for(waits_for("6.5"))

@@ -315,6 +315,17 @@ def test_crash_knob_fails_with_traceback(
     assert len(run.step_lines()) == 1
 
 
+def test_step_seconds_slows_every_step_but_the_last(
+    ray_head: RayHead, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """``smoke.step_seconds``: a slower training, the next checkpoint that much later."""
+    overrides = ["runner.max_steps=2", "smoke.step_seconds=3"]
+    run = run_smoke(tmp_path_factory.mktemp("slow"), overrides, ray_head.address)
+    assert run.returncode == 0, run.log[-4000:]
+    times = [float(t) for t in re.findall(r"Step Time: ([0-9.]+)s", run.log)]
+    assert len(times) == 2 and times[0] < 3 <= times[1] * 2, times  # step 2's mean covers both
+
+
 def test_fails_fast_without_a_ray_head(tmp_path: Path) -> None:
     # A port nobody listens on: RAY_ADDRESS pins the lookup, so another head on this
     # machine cannot be picked up by address discovery.

@@ -109,6 +109,8 @@ def run(cfg: dict[str, Any]) -> None:
             if spec.stall_after_step is not None and global_step >= spec.stall_after_step:
                 metric_logger.flush()
                 stall(spec.stall_seconds)
+            if spec.step_seconds and global_step < max_steps:
+                time.sleep(spec.step_seconds)
     except Exception:
         if spec.kill_actors_on_failure:
             knock_on(env, rollout)

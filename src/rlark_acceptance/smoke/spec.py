@@ -52,6 +52,7 @@ class SmokeSpec:
     nan_from_step: int | None
     stall_after_step: int | None
     stall_seconds: float
+    step_seconds: float
     kill_actors_on_failure: bool
     write_optimizer_state: bool
     ignore_resume: bool
@@ -85,6 +86,7 @@ class SmokeSpec:
             nan_from_step=None if nan is None else int(nan),
             stall_after_step=None if stall is None else int(stall),
             stall_seconds=float(_get(cfg, "smoke.stall_seconds", 3600.0)),
+            step_seconds=max(0.0, float(_get(cfg, "smoke.step_seconds", 0.0))),
             kill_actors_on_failure=bool(_get(cfg, "smoke.kill_actors_on_failure", False)),
             write_optimizer_state=bool(_get(cfg, "smoke.write_optimizer_state", True)),
             ignore_resume=bool(_get(cfg, "smoke.ignore_resume", False)),
