@@ -106,7 +106,7 @@ def held(service: str, *, keep: bool = False) -> Iterator[None]:
                     # `up` recorded it, or it outlives the session; unless another holder
                     # still uses it.
                     if not lease.holders(service, besides=mine):
-                        with contextlib.suppress(Exception):
+                        with contextlib.suppress(Exception):  # the error raised below
                             down(service)
                     raise
         except BaseException:

@@ -27,7 +27,7 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
     except (ConnectionError, OSError):
         pass
     finally:
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(Exception):  # the peer gone already
             writer.close()
 
 

@@ -1,5 +1,6 @@
 """A handler that catches everything (``except Exception``, ``except BaseException``, a bare
-``except``) hides the error it catches unless it says why it may. Each one in the code that
+``except``, ``contextlib.suppress(Exception)``) hides the error it catches unless it says why
+it may. Each one in the code that
 runs a verdict either passes the error on (a bare ``raise`` in its body: clean up, then
 re-raise; or a ``raise`` of the error it becomes) or carries its reason on its own line, as a
 comment. A new one without either fails here, naming its file and line."""
@@ -38,10 +39,24 @@ def unjustified(path: Path) -> list[int]:
     out = []
     for node in ast.walk(ast.parse(text, str(path))):
         if isinstance(node, ast.ExceptHandler) and _broad(node) and not _passes_on(node):
-            line = lines[node.lineno - 1]
-            if "#" not in line.partition("except")[2]:
+            if "#" not in lines[node.lineno - 1].partition("except")[2]:
                 out.append(node.lineno)
-    return out
+        elif isinstance(node, ast.With | ast.AsyncWith):
+            for item in node.items:
+                if _suppresses_all(item.context_expr):
+                    line = lines[item.context_expr.lineno - 1]
+                    if "#" not in line.partition("suppress")[2]:
+                        out.append(item.context_expr.lineno)
+    return sorted(out)
+
+
+def _suppresses_all(expr: ast.expr) -> bool:
+    """``suppress(Exception)`` (or ``contextlib.suppress(..., BaseException)``)."""
+    if not isinstance(expr, ast.Call):
+        return False
+    f = expr.func
+    name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+    return name == "suppress" and any(isinstance(a, ast.Name) and a.id in BROAD for a in expr.args)
 
 
 def files() -> list[Path]:
@@ -69,7 +84,11 @@ def test_the_rule_tells_a_swallowing_handler_from_a_justified_or_reraising_one(
         "    try:\n        g()\n    except:\n        pass\n"  # 17: bare, swallows
         "    try:\n        g()\n    except (OSError, Exception) as e:\n        log(e)\n"  # 21
         "    try:\n        g()\n    except ValueError:\n        pass\n"
-        "    try:\n        g()\n    except Exception as e:\n        raise Err(e) from None\n",
+        "    try:\n        g()\n    except Exception as e:\n        raise Err(e) from None\n"
+        "    with contextlib.suppress(Exception):\n        g()\n"  # 31
+        "    with contextlib.suppress(OSError):\n        g()\n"
+        "    with suppress(ValueError, BaseException):  # closing: the error was said\n"
+        "        g()\n",
         encoding="utf-8",
     )
-    assert unjustified(code) == [4, 17, 21]
+    assert unjustified(code) == [4, 17, 21, 31]

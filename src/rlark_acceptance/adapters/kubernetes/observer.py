@@ -261,7 +261,7 @@ class Observer:
             if idle >= IDLE_SECONDS:
                 self._cut.set()
                 for resp in list(self._log_resps):
-                    with contextlib.suppress(Exception):
+                    with contextlib.suppress(Exception):  # a stream already closed
                         resp.shutdown()
                 return
             self.stopper.event.wait(IDLE_SECONDS - idle + 0.05)
@@ -319,7 +319,7 @@ class Observer:
         a file that is new gets a reader of its own before the kubelet rotates it past."""
         while not self.stopper.event.wait(PROBE_SECONDS) and not self._log_done:
             for idle in chain.stalled():
-                with contextlib.suppress(Exception):
+                with contextlib.suppress(Exception):  # a stream already closed
                     if idle.resp is not None:
                         idle.resp.shutdown()
             if chain.head.done or not chain.behind():
@@ -518,9 +518,13 @@ class Observer:
         if self.node:
             self.adapter.lost_nodes.add(self.node)
         state = ""
-        with contextlib.suppress(Exception):
+        try:
             # list, not get: the harness's RBAC file grants list on nodes (pre-flight).
             listing = get_json(self.adapter.core.list_node, field_selector=f"metadata.name={node}")
+        except Exception as exc:  # any: the node's state is said to be unknown, and why
+            listing = {}
+            state = f"; its state could not be read ({type(exc).__name__}: {str(exc)[:120]})"
+        if listing:
             item: Item = next(iter(listing.get("items") or []), {})
             for cond in (item.get("status") or {}).get("conditions") or []:
                 if cond.get("type") != "Ready":

@@ -243,7 +243,7 @@ class Stopper:
     def unregister(self, resp: Any) -> None:
         with self._lock:
             self._open.discard(resp)
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(Exception):  # a stream already closed
             resp.close()
 
     def stop(self) -> None:
@@ -252,7 +252,7 @@ class Stopper:
             responses = list(self._open)
         for resp in responses:
             # Shutting the socket's read side down makes the blocked reader see the end.
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception):  # a stream already closed
                 resp.shutdown()
 
 
