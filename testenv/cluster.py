@@ -436,7 +436,8 @@ def up(state: State) -> None:
     try:
         apiserver = cluster.ports["kube-apiserver"]
         node.up(state, apiserver, kubeconfig_path(), _pki("ca.crt"), kubectl)
-        rlark_platform.up(state)
+        crd = f"{rlark_platform.PLURAL}.{rlark_platform.GROUP}"
+        rlark_platform.up(state, lambda: bool(kubectl("get", "crd", crd, check=False).strip()))
     finally:
         cluster.node = state.node is not None
 

@@ -26,7 +26,7 @@ import time
 from importlib import metadata
 from pathlib import Path
 
-from testenv import build, image
+from testenv import build, image, node
 from testenv.paths import REPO_ROOT, cache_root
 
 REVISION = 1
@@ -168,4 +168,4 @@ def _gz_layer(raw: Path, out: Path) -> image.Layer:
 
 def import_into_node() -> dict[str, float]:
     """Build (if needed) and import into this checkout's running node; the phases' seconds."""
-    return image.import_into_node(archive, HARNESS_IMAGE)
+    return node.import_into_node(archive, HARNESS_IMAGE)

@@ -303,26 +303,6 @@ def venv_wheels(
     )
 
 
-def import_into_node(make: Callable[[], Path], ref: str, timeout: float = 600) -> dict[str, float]:
-    """Build an image archive (if needed) and import it into this checkout's running node;
-    the phases' seconds and the archive's size."""
-    from testenv import node, state
-
-    # Before minutes of building: without a node there is nothing to import into.
-    if state.load().node is None:
-        raise RuntimeError("no real node in this checkout: run `testenv/testenv up` first")
-    t0 = time.monotonic()
-    path = make()
-    built = time.monotonic() - t0
-    t1 = time.monotonic()
-    node.import_image(path, ref, timeout=timeout)
-    return {
-        "build_s": round(built, 1),
-        "import_s": round(time.monotonic() - t1, 1),
-        "archive_mib": round(path.stat().st_size / 2**20, 1),
-    }
-
-
 def _build_worker(dest: Path) -> Path:
     log = build_log(dest.parent.name)
     work = cache_root() / f".tmp-{dest.parent.name}-{os.getpid()}"

@@ -30,6 +30,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +54,7 @@ from testenv.node_host import (
     veth,
 )
 from testenv.paths import state_root
-from testenv.state import NodeState, State
+from testenv.state import NodeState, State, load
 
 NODE_NAME = "gpu-node-09"
 POOL = "gpu-b"
@@ -413,4 +414,22 @@ def status(state: State) -> dict[str, Any]:
         "services": node.services,
         "images": [image.WORKER_IMAGE, image.PAUSE_IMAGE],
         "components": comps,
+    }
+
+
+def import_into_node(make: Callable[[], Path], ref: str, timeout: float = 600) -> dict[str, float]:
+    """Build an image archive (if needed) and import it into this checkout's running node;
+    the phases' seconds and the archive's size."""
+    # Before minutes of building: without a node there is nothing to import into.
+    if load().node is None:
+        raise RuntimeError("no real node in this checkout: run `testenv/testenv up` first")
+    t0 = time.monotonic()
+    path = make()
+    built = time.monotonic() - t0
+    t1 = time.monotonic()
+    import_image(path, ref, timeout=timeout)
+    return {
+        "build_s": round(built, 1),
+        "import_s": round(time.monotonic() - t1, 1),
+        "archive_mib": round(path.stat().st_size / 2**20, 1),
     }

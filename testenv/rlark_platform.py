@@ -36,6 +36,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -142,7 +143,7 @@ class Platform:
         sel = f"{JOB_LABEL}={meta['name']}"
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception):  # an API server restart: asked again
                 if not self.core.list_namespaced_pod(meta["namespace"], label_selector=sel).items:
                     break
             time.sleep(0.5)
@@ -168,7 +169,7 @@ class Platform:
             "lastTimestamp": now,
             "count": 1,
         }
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(Exception):  # an Event is a courtesy: the Job goes on
             self.core.create_namespaced_event(meta["namespace"], body)
 
     # --- Pods → Job status ------------------------------------------------------------
@@ -282,7 +283,9 @@ def _mount_root() -> Path:
     return state_root() / "platform" / "s3"
 
 
-def up(state: State) -> None:
+def up(state: State, installed: Callable[[], bool]) -> None:
+    """Start the stand-in; ``installed``: whether the cluster has its CRD yet (it installs
+    it first thing)."""
     from testenv import proc
     from testenv.paths import REPO_ROOT, state_root
 
@@ -299,11 +302,8 @@ def up(state: State) -> None:
         REPO_ROOT,
     )
     state.platform = PlatformState(pid)
-    # Ready once it has installed the CRD.
-    from testenv import cluster as cl
-
     deadline = time.monotonic() + 60
-    while not cl.kubectl("get", "crd", f"{PLURAL}.{GROUP}", check=False).strip():
+    while not installed():
         if time.monotonic() > deadline or not proc.alive(pid):
             raise RuntimeError("the RLark platform stand-in did not start: see logs/")
         time.sleep(0.2)

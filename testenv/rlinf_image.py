@@ -32,7 +32,7 @@ from pathlib import Path
 
 from rlark_acceptance.adapters.local import images as local_images
 from rlark_acceptance.adapters.local.worker import GPU_STANDIN_SOURCE, SITECUSTOMIZE
-from testenv import build, image
+from testenv import build, image, node
 from testenv.paths import REPO_ROOT, cache_root
 
 REVISION = 2
@@ -129,6 +129,6 @@ def _build(env: Path, dest: Path) -> Path:
 
 def import_into_node() -> dict[str, float]:
     """Build (if needed) and import into this checkout's running node; the phases' seconds."""
-    figures = image.import_into_node(archive, RLINF_IMAGE, timeout=3600)
+    figures = node.import_into_node(archive, RLINF_IMAGE, timeout=3600)
     figures["archive_gib"] = round(figures.pop("archive_mib") / 1024, 2)
     return figures

@@ -1,4 +1,5 @@
-"""No module of ``src/`` imports, however indirectly, a module that imports it back.
+"""No module of ``src/``, ``testenv/``, ``fixtures/`` or ``steps/`` imports, however
+indirectly, a module of its tree that imports it back.
 
 The imports are read from the source (``ast``, nothing is executed), all of them: at module
 level, inside functions and under ``TYPE_CHECKING`` alike, since a circle that only type
@@ -12,19 +13,24 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parent.parent / "src"
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SRC = ROOT / "src"
+# Each tree and the folder its modules' names start from.
+TREES = {"src": SRC, "testenv": ROOT, "fixtures": ROOT, "steps": ROOT}
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(SRC).with_suffix("").parts)
+def module_name(path: Path, base: Path = SRC) -> str:
+    parts = list(path.relative_to(base).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
 
 
-def imports_of(path: Path, known: set[str]) -> set[str]:
+def imports_of(path: Path, known: set[str], root: Path = SRC) -> set[str]:
     """The modules of ``known`` that the file at ``path`` imports."""
-    name = module_name(path)
+    name = module_name(path, root)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
@@ -42,10 +48,11 @@ def imports_of(path: Path, known: set[str]) -> set[str]:
     return {m for m in found if m in known and m != name}
 
 
-def import_graph() -> dict[str, set[str]]:
-    files = sorted(SRC.rglob("*.py"))
-    known = {module_name(f) for f in files}
-    return {module_name(f): imports_of(f, known) for f in files}
+def import_graph(tree: str = "src") -> dict[str, set[str]]:
+    base = TREES[tree]
+    files = sorted((ROOT / tree).rglob("*.py"))
+    known = {module_name(f, base) for f in files}
+    return {module_name(f, base): imports_of(f, known, base) for f in files}
 
 
 def circles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -87,9 +94,11 @@ def test_the_walk_sees_the_imports_it_should() -> None:
     """The walk itself can fail: it finds a module's known imports, and a planted circle."""
     graph = import_graph()
     assert "rlark_acceptance.model.profile" in graph["rlark_acceptance.preflight.entry"]
+    assert "testenv.node_config" in import_graph("testenv")["testenv.node"]
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
-def test_no_import_circle_in_src() -> None:
-    found = circles(import_graph())
-    assert not found, "import circles in src/: " + "; ".join(" ↔ ".join(c) for c in found)
+@pytest.mark.parametrize("tree", list(TREES))
+def test_no_import_circle_in_the_tree(tree: str) -> None:
+    found = circles(import_graph(tree))
+    assert not found, f"import circles in {tree}/: " + "; ".join(" ↔ ".join(c) for c in found)
