@@ -33,12 +33,12 @@ def _write_local(jsonl: Path, *points: dict[str, Any]) -> None:
 
 def _render(shared: Shared, jsonl: Path, uuid: str, ms: int) -> str | None:
     """What ``report`` does around Allure's ``generate``, which appends its point."""
-    warnings = pull(shared, jsonl)
-    assert warnings == []
+    pulled = pull(shared, jsonl)
+    assert pulled.warnings == []
     before = uuids(jsonl)
     with jsonl.open("a", encoding="utf-8") as f:
         f.write(json.dumps(_point(uuid, ms)) + "\n")
-    key, more = push(shared, jsonl, before)
+    key, more = push(shared, jsonl, before, pulled.has_point)
     assert more == []
     return key
 
@@ -80,7 +80,7 @@ def test_a_damaged_point_is_skipped_with_a_warning_and_the_local_history_kept(
     _write_local(jsonl, _point("local", 500))
     with jsonl.open("a", encoding="utf-8") as f:
         f.write("not json\n")
-    warnings = pull(Shared(history, "site-a", "run-1"), jsonl)
+    warnings = pull(Shared(history, "site-a", "run-1"), jsonl).warnings
     assert len(warnings) == 3, warnings
     assert any("20261201T000000Z-old.json: damaged (not JSON)" in w for w in warnings)
     assert any("-other.json: not a history point" in w for w in warnings)
@@ -94,10 +94,18 @@ def test_a_store_that_does_not_answer_is_a_warning_and_the_render_goes_on(
     history = open_history("s3://no-such-bucket-here/prefix", tmp_path, client=s3_env.client())
     jsonl = tmp_path / "allure-history.jsonl"
     _write_local(jsonl, _point("local", 500))
-    warnings = pull(Shared(history, "site-a", "run-1"), jsonl)
-    assert len(warnings) == 1 and "not read" in warnings[0], warnings
-    assert "s3://no-such-bucket-here/prefix/.allure-history/site-a/" in warnings[0]
+    shared = Shared(history, "site-a", "run-1")
+    pulled = pull(shared, jsonl)
+    assert pulled.has_point is None, "not read: not known"
+    assert len(pulled.warnings) == 1 and "not read" in pulled.warnings[0], pulled.warnings
+    assert "s3://no-such-bucket-here/prefix/.allure-history/site-a/" in pulled.warnings[0]
     assert _local(jsonl) == ["local"]
+    # After the render, the store is asked again, and its silence is said, not swallowed.
+    before = uuids(jsonl)
+    with jsonl.open("a", encoding="utf-8") as f:
+        f.write(json.dumps(_point("this", 600)) + "\n")
+    key, more = push(shared, jsonl, before, pulled.has_point)
+    assert key is None and len(more) == 1 and "this render's point not kept" in more[0], more
 
 
 def test_the_history_is_the_one_the_run_kept_its_summary_in(tmp_path: Path) -> None:
@@ -127,7 +135,7 @@ def test_only_the_newest_points_are_read(tmp_path: Path) -> None:
         key = f"{POINTS}/site-a/20261201T{i // 60:02d}{i % 60:02d}00Z-run-{i}.json"
         history.store.create(key, json.dumps(_point(f"p{i}", 1_000 + i)).encode())
     jsonl = tmp_path / "allure-history.jsonl"
-    assert pull(Shared(history, "site-a", "run-new"), jsonl) == []
+    assert pull(Shared(history, "site-a", "run-new"), jsonl) == allure_history.Pulled([], False)
     read = _local(jsonl)
     assert len(read) == allure_history.POINTS_READ and read[-1] == f"p{len(read) + 4}"
     assert read[0] == "p5", "not the newest"

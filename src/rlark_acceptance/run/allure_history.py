@@ -84,9 +84,14 @@ def _of_this_run(key: str, shared: Shared) -> bool:
     return key.rsplit("/", 1)[-1].endswith(f"-{folder(shared.run_id)}.json")
 
 
-def pull(shared: Shared, jsonl: Path) -> list[str]:
-    """Write into ``jsonl`` the store's points and the local ones, oldest first; returns the
-    warnings (entries skipped, a store that did not answer)."""
+@dataclass(frozen=True)
+class Pulled:
+    warnings: list[str]  # entries skipped, a store that did not answer
+    has_point: bool | None  # the store holds this run's point (None: the store was not read)
+
+
+def pull(shared: Shared, jsonl: Path) -> Pulled:
+    """Write into ``jsonl`` the store's points and the local ones, oldest first."""
     warnings: list[str] = []
     local = _read_local(jsonl, warnings)
     stored: list[dict[str, Any]] = []
@@ -94,9 +99,11 @@ def pull(shared: Shared, jsonl: Path) -> list[str]:
     try:
         infos = list(shared.history.store.list(shared.prefix))
     except StoreError as exc:
-        return [f"Allure history: {shared.describe()} not read ({exc.code}: {exc.detail})"]
+        text = f"Allure history: {shared.describe()} not read ({exc.code}: {exc.detail})"
+        return Pulled([text], None)
     # A writer's file on its way in starts with a dot; the keys sort as the renders ran.
     keys = sorted(i.key for i in infos if not i.key.rsplit("/", 1)[-1].startswith("."))
+    has_point = any(_of_this_run(key, shared) for key in keys)
     for key in keys[-POINTS_READ:]:
         where = f"{shared.history.describe()}/{key}"
         try:
@@ -122,7 +129,7 @@ def pull(shared: Shared, jsonl: Path) -> list[str]:
     tmp = jsonl.with_name(f".{jsonl.name}.tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(jsonl)  # whole: a reader never sees half of it
-    return warnings
+    return Pulled(warnings, has_point)
 
 
 def _read_local(jsonl: Path, warnings: list[str]) -> list[dict[str, Any]]:
@@ -145,19 +152,25 @@ def _read_local(jsonl: Path, warnings: list[str]) -> list[dict[str, Any]]:
     return points
 
 
-def push(shared: Shared, jsonl: Path, before: set[str]) -> tuple[str | None, list[str]]:
+def push(
+    shared: Shared, jsonl: Path, before: set[str], has_point: bool | None
+) -> tuple[str | None, list[str]]:
     """Add this render's point (the one in ``jsonl`` whose uuid is not in ``before``) to the
-    store; returns its key (None: the run has one already, or there is none) and warnings."""
+    store, unless it holds the run's point already (``has_point``, as ``pull`` found it;
+    None: listed again here); returns its key (None: none added) and warnings."""
     fresh = [p for p in _read_local(jsonl, []) if p["uuid"] not in before]
     if not fresh:
         return None, []
     point = fresh[-1]
     when = datetime.fromtimestamp(float(point["timestamp"]) / 1000, UTC)
-    # The run's first point stays: a key per run, whatever the second render's stamp.
-    if any(_of_this_run(i.key, shared) for i in _listed(shared)):
-        return None, []
     key = join_key(POINTS, entry_key(shared.profile_name, shared.run_id, when))
     try:
+        if has_point is None:
+            infos = shared.history.store.list(shared.prefix)
+            has_point = any(_of_this_run(i.key, shared) for i in infos)
+        # The run's first point stays: a key per run, whatever the second render's stamp.
+        if has_point:
+            return None, []
         shared.history.store.create(key, json.dumps(point, ensure_ascii=False).encode("utf-8"))
     except StoreError as exc:
         if exc.code == "AlreadyExists":
@@ -169,15 +182,8 @@ def push(shared: Shared, jsonl: Path, before: set[str]) -> tuple[str | None, lis
     return key, []
 
 
-def _listed(shared: Shared) -> list[Any]:
-    try:
-        return list(shared.history.store.list(shared.prefix))
-    except StoreError:
-        return []
-
-
 def uuids(jsonl: Path) -> set[str]:
     return {p["uuid"] for p in _read_local(jsonl, [])}
 
 
-__all__ = ["POINTS", "Shared", "of_run", "pull", "push", "uuids"]
+__all__ = ["POINTS", "Pulled", "Shared", "of_run", "pull", "push", "uuids"]

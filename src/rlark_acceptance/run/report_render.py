@@ -78,8 +78,11 @@ def render(reports: Path, *, root: Path | None = None, history: str | None = Non
             f"--history {history}: no run record here names the profile and the run",
         )
     warnings: list[str] = []
+    has_point = None
     if shared is not None:
-        warnings += allure_history.pull(shared, reports / HISTORY)
+        pulled = allure_history.pull(shared, reports / HISTORY)
+        warnings += pulled.warnings
+        has_point = pulled.has_point
     before = allure_history.uuids(reports / HISTORY)
     fresh = reports / f".{REPORT}.new"
     shutil.rmtree(fresh, ignore_errors=True)
@@ -116,7 +119,7 @@ def render(reports: Path, *, root: Path | None = None, history: str | None = Non
     shutil.rmtree(old, ignore_errors=True)
     key = None
     if shared is not None:
-        key, more = allure_history.push(shared, reports / HISTORY, before)
+        key, more = allure_history.push(shared, reports / HISTORY, before, has_point)
         warnings += more
     gate = run("quality-gate")
     # The gate reads the same config, output directory included, and leaves it created.
