@@ -101,7 +101,7 @@ _S2 = "Step 2 添加 worker 角色"
 _S3 = "Step 3 配置一个 Worker"
 _S4 = "Step 4 填写运行命令"
 _S5 = "Step 5 核对 YAML 并提交"
-_S6 = "Step 6 确认任务开始运行"
+_S6 = STEP6_SECTION = "Step 6 确认任务开始运行"
 
 _MULTI = "§0: use the multi-node guide (规划多节点和异构 Worker) instead of this page"
 

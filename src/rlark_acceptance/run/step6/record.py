@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from rlark_acceptance.adapters.base import Event, JobRef, PodStatus
-from rlark_acceptance.model.doc_checks import CheckId
+from rlark_acceptance.model.doc_checks import BY_ID, STEP6_SECTION, CheckId
 from rlark_acceptance.model.job import Job
 from rlark_acceptance.storage import CheckpointReport
 
@@ -39,15 +39,9 @@ ORDER = (
     CheckId.CHECKPOINT_TRAINED,
     CheckId.RESUMES,
 )
-# The page's phases, awaited by every run; the training checks a run awaits are its own
-# (``RunRecord.training``: the profile's ``training.checks``).
-PHASES = (
-    CheckId.JOB_LISTED,
-    CheckId.ONE_POD_ON_NODE,
-    CheckId.RAY_HEAD_STARTED,
-    CheckId.PROGRESS_LOGGED,
-    CheckId.OUTPUT_PERSISTED,
-)
+# The page's phases, awaited by every run: its Step 6 checks, in that order; the training
+# checks a run awaits are its own (``RunRecord.training``: the profile's ``training.checks``).
+PHASES = tuple(c for c in ORDER if BY_ID[c].section == STEP6_SECTION)
 
 
 @dataclass
