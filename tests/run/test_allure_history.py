@@ -70,6 +70,21 @@ def test_two_machines_see_each_others_renders_one_point_per_run(
     assert _local(tmp_path / "c.jsonl") == ["p3"], "another profile's points"
 
 
+def test_two_renders_of_one_run_at_once_keep_one_point(history: History, tmp_path: Path) -> None:
+    # Both pulled before either pushed: the second finds the first's point when it adds its.
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    run = Shared(history, "site-a", "run-1")
+    pulled_a, pulled_b = pull(run, a), pull(run, b)
+    assert pulled_a.has_point is False and pulled_b.has_point is False
+    for jsonl, uuid, ms, pulled in ((a, "pa", 1_000, pulled_a), (b, "pb", 2_000, pulled_b)):
+        before = uuids(jsonl)
+        with jsonl.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(_point(uuid, ms)) + "\n")
+        key, more = push(run, jsonl, before, pulled.has_point)
+        assert more == [] and (key is not None) == (uuid == "pa"), (uuid, key)
+    assert len(list(history.store.list(f"{POINTS}/site-a/"))) == 1
+
+
 def test_a_damaged_point_is_skipped_with_a_warning_and_the_local_history_kept(
     tmp_path: Path,
 ) -> None:

@@ -156,8 +156,10 @@ def push(
     shared: Shared, jsonl: Path, before: set[str], has_point: bool | None
 ) -> tuple[str | None, list[str]]:
     """Add this render's point (the one in ``jsonl`` whose uuid is not in ``before``) to the
-    store, unless it holds the run's point already (``has_point``, as ``pull`` found it;
-    None: listed again here); returns its key (None: none added) and warnings."""
+    store, unless it holds the run's point already; returns its key (None: none added) and
+    warnings. ``has_point``: as ``pull`` found it. Unless True, the store is listed again
+    right before the point is added: another render of this run may have added one during
+    this render (seconds), and the keys carry the render's time, so creating cannot tell."""
     fresh = [p for p in _read_local(jsonl, []) if p["uuid"] not in before]
     if not fresh:
         return None, []
@@ -165,7 +167,7 @@ def push(
     when = datetime.fromtimestamp(float(point["timestamp"]) / 1000, UTC)
     key = join_key(POINTS, entry_key(shared.profile_name, shared.run_id, when))
     try:
-        if has_point is None:
+        if not has_point:
             infos = shared.history.store.list(shared.prefix)
             has_point = any(_of_this_run(i.key, shared) for i in infos)
         # The run's first point stays: a key per run, whatever the second render's stamp.
