@@ -322,8 +322,11 @@ def test_step_seconds_slows_every_step_but_the_last(
     overrides = ["runner.max_steps=2", "smoke.step_seconds=3"]
     run = run_smoke(tmp_path_factory.mktemp("slow"), overrides, ray_head.address)
     assert run.returncode == 0, run.log[-4000:]
+    # Each table's Step Time is the mean over the steps so far: step 2 alone took
+    # 2 × its mean − step 1's, the pause included (step 1 itself may take seconds on a busy
+    # machine: the actors' first calls).
     times = [float(t) for t in re.findall(r"Step Time: ([0-9.]+)s", run.log)]
-    assert len(times) == 2 and times[0] < 3 <= times[1] * 2, times  # step 2's mean covers both
+    assert len(times) == 2 and 2 * times[1] - times[0] >= 3, times
 
 
 def test_fails_fast_without_a_ray_head(tmp_path: Path) -> None:
