@@ -7,6 +7,7 @@ pytest_plugins = [
     "fixtures.progress",
     "fixtures.release",
     "fixtures.run_record",
+    "fixtures.side_by_side",
     "fixtures.testenv",
     "fixtures.test_order",
     "steps.profile_steps",

@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 from pytest_bdd import given, parsers, then, when
 
+from fixtures.acceptance import needs_accepted_run
+from fixtures.side_by_side import SideBySide
 from fixtures.workspace import Workspace
 from rlark_acceptance.model.doc_checks import CheckId, remedy
 from rlark_acceptance.model.profile import load_profile
@@ -57,11 +59,8 @@ def accepted_run(
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """The shared submission is set up before the first Step 6 scenario starts, so the
     scenario's own time and steps show only what it checks (the run's evidence is global)."""
-    from rlark_acceptance.run.report import SELF_CHECK_TAGS
-
-    names = {m.name for m in item.iter_markers()}
     request = getattr(item, "_request", None)
-    if "runtime" in names and not names & SELF_CHECK_TAGS and request is not None:
+    if needs_accepted_run(item) and request is not None:
         request.getfixturevalue("accepted_run")
 
 
@@ -172,7 +171,16 @@ def readable_after_delete(run: AcceptanceRun) -> None:
 
 
 @when("the Job is submitted despite the pre-flight", target_fixture="fault_run")
-def submit_broken(workspace: Workspace, adapter: Any, redactor: Redactor) -> AcceptanceRun:
+def submit_broken(
+    workspace: Workspace,
+    adapter: Any,
+    redactor: Redactor,
+    side_by_side: SideBySide,
+    request: pytest.FixtureRequest,
+) -> AcceptanceRun:
+    made = side_by_side.take(request, workspace)
+    if made is not None:  # submitted side by side with the other self-checks, from this state
+        return made
     # A deliberately broken Job is meant to fail: what it wrote explains nothing about the
     # profile, so it does not pile up in the site's bucket run after run.
     workspace.profile.setdefault("target", {})["keepOutputs"] = "never"

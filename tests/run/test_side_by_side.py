@@ -1,0 +1,152 @@
+"""The self-checks' submissions side by side (fixtures/side_by_side.py), run as a user runs
+the suite: each scenario still gets the verdict of the Job its own Givens describe, green or
+red, in the terminal and in JUnit; an interrupt leaves no Worker behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import junitparser
+import pytest
+
+from fixtures.side_by_side import SUBMIT_STEP, replay, state_of
+from tests.run.suite_runs import (
+    ROOT,
+    Site,
+    SuiteRun,
+    _env,
+    features_command,
+    output_until,
+    run_suite,
+    site_copy,
+)
+
+pytestmark = pytest.mark.slow
+
+FEATURES = Path(__file__).resolve().parents[2] / "features"
+PROFILE = Path(__file__).resolve().parents[2] / "profiles" / "local.yaml"
+
+# Three self-checks that submit: one reads the first signal's absence (a Ray head and the
+# smoke workload), two end before Ray starts.
+THREE = "first_signal_never_appears or prepare_script_fails or dies_before_ray"
+SIGNAL = "firstSignal: 'Global Step:.*\\b[1-9]\\d*/\\d+'"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _s3(s3_env: Any) -> Iterator[None]:
+    yield
+
+
+def _marked(site: Site, tmp: Path) -> str:
+    """A variable every Worker of this site's runs carries, to find its processes by."""
+    mark = f"RLARK_SIDE_BY_SIDE_TEST={tmp.name}"
+    site.edit(
+        site.profile,
+        "prepareCommand: export PYTHONUNBUFFERED=1",
+        f"prepareCommand: export PYTHONUNBUFFERED=1 {mark}",
+    )
+    site.edit(site.job, "export PYTHONUNBUFFERED=1", f"export PYTHONUNBUFFERED=1 {mark}")
+    return mark
+
+
+def _processes_with(mark: str) -> list[int]:
+    needle = mark.encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                if needle in (entry / "environ").read_bytes().split(b"\0"):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def _cases(run: SuiteRun) -> dict[str, Any]:
+    return {c.name: c for _, c in run.junit_cases()}
+
+
+def _failed(case: Any) -> list[Any]:
+    return [r for r in case.result if isinstance(r, junitparser.Failure)]
+
+
+def test_every_submitting_self_check_is_replayed_the_same_wherever_it_is_built(
+    tmp_path: Path,
+) -> None:
+    """Each scenario that submits with SUBMIT_STEP can be made ahead: a replay of its Givens
+    changes the profile's copy, and builds the same Job in two places."""
+    from pytest_bdd.parser import FeatureParser
+
+    import steps.job_steps
+    import steps.profile_steps  # noqa: F401
+
+    made: list[str] = []
+    own: list[str] = []
+    for path in sorted(FEATURES.glob("*.feature")):
+        feature = FeatureParser(str(FEATURES), path.name).parse()
+        for template in feature.scenarios.values():
+            scenario = template.render({})
+            if not any(s.type == "when" and s.name == SUBMIT_STEP for s in scenario.steps):
+                continue
+            here = replay(scenario, PROFILE, tmp_path / f"{len(made) + len(own)}a")
+            there = replay(scenario, PROFILE, tmp_path / f"{len(made) + len(own)}b")
+            assert here is not None and there is not None, scenario.name
+            assert here.changed, f"{scenario.name}: its Givens changed nothing"
+            (made if state_of(here) == state_of(there) else own).append(scenario.name)
+    assert own == [], own
+    assert len(made) == 13, made
+
+
+def test_side_by_side_each_scenario_has_its_own_jobs_verdict_green_or_red(tmp_path: Path) -> None:
+    """Three self-checks at once on a site whose first signal is a line the Worker prints
+    before any step: the one that expects 6.4 red goes red in its own scenario (the terminal
+    and JUnit say what it got), the two that fail before Ray stay green."""
+    site = site_copy(tmp_path)
+    site.edit(site.profile, SIGNAL, "firstSignal: 'Attached to Ray head'")
+    run = run_suite(site, "-k", THREE, "--self-checks-at-once", "3")
+
+    assert run.returncode == 1, run.explain()
+    assert "self-checks: 3 submissions side by side, 3 at once" in run.output, run.explain()
+    assert "self-checks side by side: 3 of 3 submissions made ahead" in run.output
+    cases = _cases(run)
+    (signal,) = [c for n, c in cases.items() if "the first signal never appears" in n]
+    (failure,) = _failed(signal)
+    assert "the earliest failure is" in (failure.message or "") + (failure.text or "")
+    others = [c for n, c in cases.items() if "prepare script fails" in n or "dies before" in n]
+    assert len(others) == 2 and all(c.is_passed for c in others), others
+    s = run.summary
+    assert s["verdict"] == "failed" and s["earliestFailure"] is None, s
+    (red,) = s["selfChecks"]["failed"]
+    assert red["check"] == "6.4" and "never appears" in red["scenario"], red
+    assert s["selfChecks"]["passed"] == 2, s["selfChecks"]
+
+
+def test_an_interrupt_while_self_checks_run_side_by_side_leaves_no_worker(tmp_path: Path) -> None:
+    """Ctrl-C once the runs are made ahead: the suite ends interrupted and no process of
+    any of its Workers is left."""
+    site = site_copy(tmp_path)
+    mark = _marked(site, tmp_path)
+    reports = tmp_path / "reports"
+    command = features_command(
+        site.profile, reports, ["-v", "-k", THREE, "--self-checks-at-once", "3"]
+    )
+    env = _env() | {"PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    seen = output_until(proc, "Step 6 waits for 6.4", time.monotonic() + 300)
+    running = _processes_with(mark)
+    proc.send_signal(signal.SIGINT)
+    rest, _ = proc.communicate(timeout=120)
+    output = (seen + rest).decode(errors="replace")
+    assert running, f"no Worker of the site's runs was running at the interrupt:\n{output[-3000:]}"
+    assert proc.returncode == 2, output[-3000:]
+    assert "side by side" in output
+    left = _processes_with(mark)
+    assert left == [], f"Workers of self-checks made ahead were left: {left}"
