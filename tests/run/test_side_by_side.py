@@ -4,6 +4,7 @@ red, in the terminal and in JUnit; an interrupt leaves no Worker behind."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -150,3 +151,6 @@ def test_an_interrupt_while_self_checks_run_side_by_side_leaves_no_worker(tmp_pa
     assert "side by side" in output
     left = _processes_with(mark)
     assert left == [], f"Workers of self-checks made ahead were left: {left}"
+    summary = json.loads((reports / "run-summary.json").read_text(encoding="utf-8"))
+    assert summary["verdict"] == "interrupted" and summary["interrupted"] is True, summary
+    assert "never appears" in (summary["interruptedAt"] or {}).get("scenario", ""), summary
