@@ -26,11 +26,23 @@ RAY_GAVE_UP = {
 }
 
 
-def _run(tmp: Path, code: int, first: dict[str, Any] | None) -> SuiteRun:
+def _run(
+    tmp: Path, code: int, first: dict[str, Any] | None, self_failed: list[Any] | None = None
+) -> SuiteRun:
     reports = tmp / "reports"
     reports.mkdir(exist_ok=True)
     (reports / "run-summary.json").write_text("{}", encoding="utf-8")
-    return SuiteRun(code, "", reports, 1.0, {"earliestFailure": first})
+    summary = {"earliestFailure": first, "selfChecks": {"passed": 3, "failed": self_failed or []}}
+    return SuiteRun(code, "", reports, 1.0, summary)
+
+
+# A self-check that expects 6.4 red, whose own run was red at 6.3 on Ray's start instead.
+SELF_CHECK_ON_RAY = {
+    "check": "6.4",
+    "scenario": "the first signal never appears",
+    "message": "the earliest failure is 6.3, not 6.4: 6.3 failed: the Worker ended before its"
+    f" Ray head started: 'Exception: {RAY_START_TIMED_OUT}.'",
+}
 
 
 @pytest.mark.parametrize(
@@ -48,6 +60,14 @@ def test_only_a_ray_start_timeout_at_6_3_is_run_again(
     tmp_path: Path, code: int, first: dict[str, Any] | None, again: bool
 ) -> None:
     assert ray_start_timed_out(_run(tmp_path, code, first)) is again
+
+
+def test_a_self_check_whose_own_run_met_the_ray_start_timeout_is_run_again(
+    tmp_path: Path,
+) -> None:
+    assert ray_start_timed_out(_run(tmp_path, 1, None, [SELF_CHECK_ON_RAY]))
+    other = SELF_CHECK_ON_RAY | {"message": "the earliest failure is 6.5, not 6.4"}
+    assert not ray_start_timed_out(_run(tmp_path, 1, None, [other]))
 
 
 def test_the_second_run_is_the_answer_and_the_first_is_kept_and_said(tmp_path: Path) -> None:
