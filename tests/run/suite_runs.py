@@ -268,14 +268,13 @@ def ray_start_timed_out(run: SuiteRun) -> bool:
 
 
 def ray_start_timed_out_in(summary: dict[str, Any]) -> bool:
-    """A run-summary.json whose earliest failure is 6.3 for Ray's own start timeout, or
-    one of whose self-checks failed on it (its run red at 6.3 instead of the check it
-    breaks on purpose: the self-checks' runs start their Ray heads too)."""
+    """A run-summary.json whose earliest failure, or one of whose failed self-checks, quotes
+    Ray's own start timeout: 6.3 of the run, 6.3 of T.4's second submission (named by T.4),
+    or a self-check's own run red at 6.3 instead of the check it breaks on purpose. No test
+    puts that fault in (Ray's wait is fixed), so its text is enough."""
     first = summary.get("earliestFailure") or {}
-    if first.get("check") == "6.3" and RAY_START_TIMED_OUT in json.dumps(first, ensure_ascii=False):
-        return True
     failed = (summary.get("selfChecks") or {}).get("failed") or []
-    return any(RAY_START_TIMED_OUT in json.dumps(f, ensure_ascii=False) for f in failed)
+    return any(RAY_START_TIMED_OUT in json.dumps(f, ensure_ascii=False) for f in [first, *failed])
 
 
 def _run_suite_once(

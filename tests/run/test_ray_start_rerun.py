@@ -50,13 +50,13 @@ SELF_CHECK_ON_RAY = {
     [
         (1, RAY_GAVE_UP, True),
         (0, None, False),
-        (1, RAY_GAVE_UP | {"check": "6.4"}, False),
+        (1, RAY_GAVE_UP | {"check": "T.4"}, True),
         (1, RAY_GAVE_UP | {"message": "the Worker ended: exit 1 (ray start: bad flag)"}, False),
         (1, None, False),
     ],
-    ids=["ray-gave-up", "green", "other-check", "other-cause", "no-failure"],
+    ids=["ray-gave-up", "green", "resumed-ray-gave-up", "other-cause", "no-failure"],
 )
-def test_only_a_ray_start_timeout_at_6_3_is_run_again(
+def test_only_a_run_red_for_rays_start_timeout_is_run_again(
     tmp_path: Path, code: int, first: dict[str, Any] | None, again: bool
 ) -> None:
     assert ray_start_timed_out(_run(tmp_path, code, first)) is again
@@ -78,7 +78,7 @@ def test_the_second_run_is_the_answer_and_the_first_is_kept_and_said(tmp_path: P
         calls.append(1)
         if len(calls) == 1:
             return runs[0]
-        return _run(tmp_path, 1, RAY_GAVE_UP | {"check": "6.4"})
+        return _run(tmp_path, 1, {"check": "6.4", "message": "the first signal never appeared"})
 
     with pytest.warns(UserWarning, match="timed out during startup") as said:
         run = again_if_ray_start_timed_out(once)
@@ -93,7 +93,7 @@ def test_a_run_red_for_its_own_fault_is_not_run_again(tmp_path: Path) -> None:
 
     def once() -> SuiteRun:
         calls.append(1)
-        return _run(tmp_path, 1, RAY_GAVE_UP | {"check": "4.2"})
+        return _run(tmp_path, 1, {"check": "4.2", "message": "the run script names no config"})
 
     run = again_if_ray_start_timed_out(once)
     assert len(calls) == 1 and run.summary["earliestFailure"]["check"] == "4.2"
