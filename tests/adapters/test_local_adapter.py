@@ -44,6 +44,7 @@ from rlark_acceptance.model.job import JOB_NAME_LABEL, ROLE_LABEL, RUN_ID_LABEL,
 from rlark_acceptance.model.profile import Profile, load_profile
 from rlark_acceptance.run.step6.run_id import for_run, new_run_id
 from rlark_acceptance.storage import S3Store, verify_checkpoints
+from tests.processes import pids_with_environ
 
 pytestmark = pytest.mark.cluster  # needs testenv's S3 server; fails (never skips) without it
 
@@ -168,16 +169,7 @@ def write_job(
 
 def marker_pids(uid: str) -> list[int]:
     """Processes of this machine that belong to the local Pod(s) of Job ``uid``."""
-    needle = f"{POD_MARKER_ENV}={uid}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if needle in (entry / "environ").read_bytes().split(b"\0"):
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
+    return pids_with_environ(f"{POD_MARKER_ENV}={uid}")
 
 
 def clear_prefix(store: S3Store) -> None:

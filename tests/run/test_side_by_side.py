@@ -5,7 +5,6 @@ red, in the terminal and in JUnit; an interrupt leaves no Worker behind."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import time
@@ -17,6 +16,7 @@ import junitparser
 import pytest
 
 from fixtures.side_by_side import SUBMIT_STEP, replay, state_of
+from tests.processes import pids_with_environ
 from tests.run.suite_runs import (
     ROOT,
     Site,
@@ -54,19 +54,6 @@ def _marked(site: Site, tmp: Path) -> str:
     )
     site.edit(site.job, "export PYTHONUNBUFFERED=1", f"export PYTHONUNBUFFERED=1 {mark}")
     return mark
-
-
-def _processes_with(mark: str) -> list[int]:
-    needle = mark.encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and int(entry.name) != os.getpid():
-            try:
-                if needle in (entry / "environ").read_bytes().split(b"\0"):
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
 
 
 def _cases(run: SuiteRun) -> dict[str, Any]:
@@ -142,14 +129,14 @@ def test_an_interrupt_while_self_checks_run_side_by_side_leaves_no_worker(tmp_pa
         command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
     )
     seen = output_until(proc, "Step 6 waits for 6.4", time.monotonic() + 300)
-    running = _processes_with(mark)
+    running = pids_with_environ(mark)
     proc.send_signal(signal.SIGINT)
     rest, _ = proc.communicate(timeout=120)
     output = (seen + rest).decode(errors="replace")
     assert running, f"no Worker of the site's runs was running at the interrupt:\n{output[-3000:]}"
     assert proc.returncode == 2, output[-3000:]
     assert "side by side" in output
-    left = _processes_with(mark)
+    left = pids_with_environ(mark)
     assert left == [], f"Workers of self-checks made ahead were left: {left}"
     summary = json.loads((reports / "run-summary.json").read_text(encoding="utf-8"))
     assert summary["verdict"] == "interrupted" and summary["interrupted"] is True, summary
