@@ -133,6 +133,33 @@ def test_gpu_pod_is_bound_by_the_real_scheduler(kube_env: KubeEnv, kube_namespac
     assert other.spec.node_name == kube_env.gpu_nodes[0]
 
 
+@pytest.mark.stand_in_gpus
+def test_a_deleted_namespace_frees_its_gpus_before_the_next_test(kube_env: KubeEnv) -> None:
+    """``delete_namespace`` returns once the namespace's Pods are gone, so the simulated
+    node's GPUs are free for the next test's Pod (the scheduler counts a terminating Pod)."""
+    core = kube_env.core()
+    target = kube_env.gpu_nodes[0]
+    first = kube_env.create_namespace()
+    try:
+        core.create_namespaced_pod(
+            first, pod("worker-0", gpus=8, node_selector={"kubernetes.io/hostname": target})
+        )
+        wait_for("Running", lambda: running(core, first, "worker-0"))
+    finally:
+        kube_env.delete_namespace(first)
+    assert [p.metadata.name for p in core.list_namespaced_pod(first).items] == []
+    second = kube_env.create_namespace()
+    try:
+        core.create_namespaced_pod(
+            second, pod("worker-0", gpus=8, node_selector={"kubernetes.io/hostname": target})
+        )
+        bound = wait_for("Running", lambda: running(core, second, "worker-0"))
+        assert bound.spec.node_name == target
+        assert events_for(core, second, "worker-0", "FailedScheduling") == []
+    finally:
+        kube_env.delete_namespace(second)
+
+
 def test_sixteen_gpus_stay_pending_with_failed_scheduling(
     kube_env: KubeEnv, kube_namespace: str
 ) -> None:
