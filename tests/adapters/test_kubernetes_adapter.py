@@ -64,7 +64,7 @@ from rlark_acceptance.model.profile import Profile, Target, load_profile
 from rlark_acceptance.model.timeouts import Timeouts
 from rlark_acceptance.model.training import OFF
 from rlark_acceptance.preflight.entry import preflight_profile
-from rlark_acceptance.run.acceptance import manifest_of
+from rlark_acceptance.run.acceptance import describe, manifest_of
 from rlark_acceptance.run.step6 import RunRecord, build_plan, confirm_running
 from rlark_acceptance.run.step6.run_id import for_run, new_run_id, run_job_name
 from rlark_acceptance.storage import FileStore, S3Store
@@ -272,6 +272,19 @@ def test_happy_path_passes_step6_through_the_real_observer(
     assert any(e.reason == "Scheduled" and NODE in e.message for e in rec.events)
     assert job_pods(kube_env, kube_namespace, name) == []  # delete() waited for it
     assert not core.list_namespaced_pod(kube_namespace).items
+    # What the cluster says the Worker ran on, once it is gone (the record's provenance).
+    assert rec.pods == [] and rec.worker is not None and rec.worker.node == NODE
+    said = describe(adapter, rec)
+    info = core.read_node(NODE).status.node_info
+    node_said = {
+        "kubeletVersion": info.kubelet_version,
+        "containerRuntimeVersion": info.container_runtime_version,
+    }
+    assert said == {
+        "apiServerVersion": client.VersionApi(kube_env.api_client()).get_code().git_version,
+        **{k: v for k, v in node_said.items() if v},
+    }
+    assert said["kubeletVersion"], node_said  # the simulated node says its kubelet's
 
 
 def test_too_many_gpus_fails_6_2_at_once_with_the_schedulers_reason(
@@ -701,6 +714,24 @@ def test_pod_status_maps_a_crash_loop_with_its_last_exit_code() -> None:
     }
     st = pod_status(pod)
     assert (st.reason, st.exit_code, st.restarts, st.node) == ("CrashLoopBackOff", 137, 3, NODE)
+
+
+def test_pod_status_carries_the_image_id_the_worker_container_ran() -> None:
+    digest = "docker.io/rlinf/worker@sha256:" + "c" * 64
+    pod = {
+        "metadata": {"name": "w-0"},
+        "spec": {"nodeName": NODE, "containers": [{"name": "worker"}, {"name": "sidecar"}]},
+        "status": {
+            "phase": "Running",
+            "containerStatuses": [  # the kubelet lists them by name
+                {"name": "sidecar", "imageID": "sha256:" + "d" * 64, "state": {"running": {}}},
+                {"name": "worker", "imageID": digest, "state": {"running": {}}},
+            ],
+        },
+    }
+    assert pod_status(pod).image_id == digest
+    pending = {"metadata": {"name": "w-0"}, "spec": {}, "status": {"phase": "Pending"}}
+    assert pod_status(pending).image_id is None
 
 
 def test_pod_status_names_why_a_pod_is_taken_away_over_its_exit() -> None:

@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from junitparser import JUnitXml
+from kubernetes import client
 
 from fixtures.testenv import KubeEnv, S3Env
 from testenv import state
@@ -88,3 +91,21 @@ def test_the_features_pass_on_the_real_node(
     assert summary.get("earliestFailure") is None, summary.get("earliestFailure")
     # Nothing is left on the cluster: the Job and its Pod were deleted.
     assert not kube_env.core().list_namespaced_pod(kube_env.namespace).items
+    # What the run ran on, as the cluster said it: the real node's kubelet and containerd,
+    # the API server, and the image ID containerd ran the Worker with.
+    p = summary["provenance"]
+    info = kube_env.core().read_node("gpu-node-09").status.node_info
+    assert p["node"] == "gpu-node-09" and p["unread"] is None, p
+    assert (p["kubeletVersion"], p["containerRuntimeVersion"]) == (
+        info.kubelet_version,
+        info.container_runtime_version,
+    )
+    assert p["containerRuntimeVersion"].startswith("containerd://"), p
+    assert p["apiServerVersion"] == client.VersionApi(kube_env.api_client()).get_code().git_version
+    assert re.fullmatch(r"(\S+@)?sha256:[0-9a-f]{64}", p["imageId"] or ""), p
+    # The same where CI reads JUnit: the profile's suite's properties.
+    junit = JUnitXml.fromfile(str(tmp_path / "checkout" / "reports" / "junit.xml"))
+    (suite,) = [x for x in junit if "the profile as it is" in x.name]
+    props = {q.name: q.value for q in suite.properties()}
+    assert props["provenance.imageId"] == p["imageId"], props
+    assert props["provenance.kubeletVersion"] == p["kubeletVersion"], props

@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from rlark_acceptance.model.budgets import Budgets
+from rlark_acceptance.run.budgets import enough, evaluate
 from rlark_acceptance.run.history import History, entry_key
 from rlark_acceptance.storage import FileStore, S3Store, StoreError
 
@@ -39,6 +41,37 @@ def test_runs_are_appended_and_read_back_oldest_first(history: History) -> None:
     assert [e.durations["rayHead"] for e in runs.last(2)] == [6.0, 5.0]
     assert runs.warnings == ()
     assert history.read("another-profile").entries == ()
+
+
+def test_a_reader_that_needs_the_last_runs_reads_only_those(history: History) -> None:
+    """An old damaged entry is not read (no warning) once the newest give each stage its
+    last runs; the older ones are counted. A stage the newest runs never reached is looked
+    for further back, as the budgets take it."""
+    store: Any = history.store
+    store.create("smoke/20261101T000000Z-cut.json", b'{"runId": "cut", "durat')
+    for i in range(6):
+        history.append(_summary(f"r{i}", 5.0 + i), "smoke", T0 + timedelta(minutes=i))
+    runs = history.read("smoke", enough({"submit": 0.1, "rayHead": 6.0}, last=3))
+    assert [e.summary["runId"] for e in runs.entries] == ["r3", "r4", "r5"]
+    assert runs.warnings == () and runs.count == 7
+    # The two newest never reached their Ray head: three that did are further back.
+    for i in (6, 7):
+        failed = _summary(f"r{i}", 0.0)
+        del failed["durations"]["rayHead"]
+        history.append(failed, "smoke", T0 + timedelta(minutes=i))
+    runs = history.read("smoke", enough({"submit": 0.1, "rayHead": 6.0}, last=3))
+    assert [e.summary["runId"] for e in runs.entries] == ["r3", "r4", "r5", "r6", "r7"]
+    report = evaluate(
+        {"submit": 0.1, "rayHead": 6.0},
+        Budgets({}),
+        [e.durations for e in runs.entries],
+        last=3,
+        count=runs.count,
+    )
+    assert report.as_dict()["earlierRuns"] == 9 and report.stages[1].median == 9.0  # r3-r5
+    # Everything, as before, when nothing says what is enough.
+    everything = history.read("smoke")
+    assert everything.count == 8 and len(everything.entries) == 8 and len(everything.warnings) == 1
 
 
 def test_an_entry_is_never_rewritten(history: History) -> None:

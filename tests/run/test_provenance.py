@@ -79,3 +79,39 @@ def test_changes_since_the_previous_run_are_named() -> None:
         "node changed (n1 → n2)",
         "Job YAML changed",
     ]
+
+
+def test_what_the_target_said_is_kept_and_its_image_id_comes_first(tmp_path: Path) -> None:
+    now = datetime(2026, 12, 4, 10, 0, tzinfo=UTC)
+    said = {
+        "imageId": "env:sha256:" + "a" * 64,
+        "rayVersion": "2.60.0",
+        "unread": "the API server's version: refuses connections",
+    }
+    p = collect(
+        root=tmp_path,
+        profile_name="p",
+        profile=tmp_path / "none.yaml",
+        job_text=None,
+        image="smoke:0.1.0",
+        image_id="sha256:" + "b" * 64,  # the Pod's, where the adapter said none
+        node="n",
+        run_id="r",
+        started=now,
+        finished=now,
+        described=said,
+    ).as_dict()
+    assert (p["imageId"], p["rayVersion"]) == (said["imageId"], "2.60.0")
+    assert p["unread"] == said["unread"]
+    assert p["rlinfVersion"] is None and p["kubeletVersion"] is None
+
+
+def test_a_fact_one_of_two_runs_lacks_is_no_change() -> None:
+    digest = "sha256:" + "1" * 64
+    before = {"imageId": None, "kubeletVersion": "v1.31.0", "rayVersion": "2.60.0"}
+    after = {"imageId": digest, "kubeletVersion": None, "rayVersion": "2.61.0"}
+    assert changes(before, after) == ["Ray changed (2.60.0 → 2.61.0)"]
+    rebuilt = {"imageId": "sha256:" + "2" * 64}
+    assert changes({"imageId": digest}, rebuilt) == [
+        "image changed (sha256:111111111111 → sha256:222222222222)"
+    ]

@@ -10,6 +10,7 @@ start-up (6.4 red quoting it). The training that goes wrong is in
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,14 @@ from tests.run.real_rlinf import (
 from tests.run.suite_runs import AS_IT_IS
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("s3_env")]
+
+LOCK = Path(__file__).resolve().parents[2] / "profiles" / "rlinf-embodied" / "rlinf-0.3.0.lock"
+# What the lock pins, by name.
+LOCKED = dict(
+    line.split("==", 1)
+    for line in LOCK.read_text(encoding="utf-8").splitlines()
+    if "==" in line and not line.startswith(("#", " "))
+)
 
 
 def test_real_rlinf_passes_every_check(tmp_path: Path) -> None:
@@ -71,6 +80,11 @@ def test_real_rlinf_passes_every_check(tmp_path: Path) -> None:
     assert r["started"] == n + 1 and r["reached"] == r["target"] > n, r
     assert "Resuming training from checkpoint directory" in r["said"], r
     assert r["weightsAtStart"] is None, r
+    # What the Worker ran with, as its environment's own interpreter reports it: the lock
+    # file's RLinf and Ray, the image by its lock's digest.
+    p = s["provenance"]
+    assert (p["rlinfVersion"], p["rayVersion"]) == ("0.3.0", LOCKED["ray"]), p
+    assert p["imageId"] == "lock:sha256:" + hashlib.sha256(LOCK.read_bytes()).hexdigest(), p
     print(f"\nreal RLinf: {run.elapsed:.0f} s whole suite, Step 6 durations {s['durations']}")
     log = global_attachment(run, "Step 6: Worker log (excerpt)")
     # RLinf's embodied metric table, its last step's: the excerpt is the log's end, and the

@@ -4,7 +4,9 @@ three times into one history, then with a prepare script that sleeps, so that th
 its time, the median of the earlier runs and the ratio; under ``--budgets strict`` it is not
 accepted, at B.1. summary.md and ``$GITHUB_STEP_SUMMARY`` hold the same figures. The first
 run's rendered report adds its Allure point to the history; the slow run's, rendered with no
-local Allure history (as on another machine), shows it.
+local Allure history (as on another machine), shows it. The Worker's image is an environment
+built for the test; rebuilt with one more package before the strict run, it is named as a
+change of the image in that run's summary.md.
 """
 
 from __future__ import annotations
@@ -12,13 +14,18 @@ from __future__ import annotations
 import json
 import math
 import re
+import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import pytest
 from junitparser import JUnitXml
 
+from tests.run.suite_runs import ROOT as REPO
 from tests.run.suite_runs import STEP6_ONLY, SuiteRun, run_suite, site_copy
 
 pytestmark = pytest.mark.slow
@@ -54,6 +61,29 @@ def _points(history: Path) -> list[dict[str, Any]]:
     ]
 
 
+def _environment(path: Path, *extra: str) -> Path:
+    """A Worker environment built at ``path``: a virtualenv over this checkout's (its
+    packages through a site dir, its ``ray`` command linked), holding ``extra`` too, as
+    ``name==version`` distributions of their own."""
+    shutil.rmtree(path, ignore_errors=True)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True)
+    (own,) = path.glob("lib/python3*/site-packages")
+    (base,) = (REPO / ".venv").glob("lib/python3*/site-packages")
+    (own / "_checkout.pth").write_text(f"import site; site.addsitedir({str(base)!r})\n")
+    (path / "bin" / "ray").symlink_to(REPO / ".venv" / "bin" / "ray")
+    for entry in extra:
+        name, version = entry.split("==")
+        info = own / f"{name.replace('-', '_')}-{version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    return path
+
+
+def _short(image_id: str) -> str:
+    kind, _, digest = image_id.partition("sha256:")
+    return f"{kind}sha256:{digest[:12]}"
+
+
 def _slow_warning(run: SuiteRun) -> re.Match[str]:
     found = [m for w in run.summary.get("warnings", []) if (m := SLOW.search(w))]
     assert len(found) == 1, (run.summary.get("warnings"), run.summary.get("budgets"))
@@ -64,6 +94,8 @@ def test_a_slower_stage_is_a_warning_then_under_the_strict_policy_a_failure_of_b
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     site = site_copy(tmp_path)
+    env = _environment(tmp_path / "worker-env")
+    site.edit(site.profile, f"environment: {REPO / '.venv'}", f"environment: {env}")
     # The sleep is no timeout.
     site.edit(site.profile, "  rayHead: 180\n", "  rayHead: 900\n")
     site.edit(site.profile, "  firstSignal: 360\n", "  firstSignal: 1200\n")
@@ -89,6 +121,10 @@ def test_a_slower_stage_is_a_warning_then_under_the_strict_policy_a_failure_of_b
             assert "(this run's point added)" in first.output, first.output
             assert len(_points(history)) == 1
     assert len(_kept(history)) == 3
+    # The image as the node ran it, the same environment each time, with its own Ray.
+    ids = {k["provenance"]["imageId"] for k in _kept(history)}
+    assert len(ids) == 1 and next(iter(ids)).startswith("env:sha256:"), ids
+    assert {k["provenance"]["rayVersion"] for k in _kept(history)} == {metadata.version("ray")}
     medians = sorted(k["durations"]["rayHead"] for k in _kept(history))
     sleep = max(MIN_SLEEP_S, math.ceil(2 * medians[1]))
 
@@ -139,8 +175,14 @@ def test_a_slower_stage_is_a_warning_then_under_the_strict_policy_a_failure_of_b
     junit = JUnitXml.fromfile(str(slow.reports / "junit.xml"))
     (suite,) = [x for x in junit if "the profile as it is" in x.name]
     assert warning.group(0) in " ".join(p.value for p in suite.properties() if p.name == "warning")
-    (env,) = list(rendered.report.rglob("allure_environment.json"))
-    assert warning.group(0) in env.read_text(encoding="utf-8"), env.read_text()[:2000]
+    image_id = s["provenance"]["imageId"]
+    assert {p.value for p in suite.properties() if p.name == "provenance.imageId"} == {image_id}
+    (shown,) = list(rendered.report.rglob("allure_environment.json"))
+    assert warning.group(0) in shown.read_text(encoding="utf-8"), shown.read_text()[:2000]
+    assert image_id in shown.read_text(encoding="utf-8")  # beside provenance.imageId
+
+    # The image rebuilt under the same reference, with one more package.
+    _environment(env, "rlark-rebuilt-marker==1.0")
 
     strict = run_suite(site, *args, "--budgets", "strict")
     s = strict.summary
@@ -156,5 +198,8 @@ def test_a_slower_stage_is_a_warning_then_under_the_strict_policy_a_failure_of_b
     assert "B.1" in strict.output
     md = (strict.reports / "summary.md").read_text(encoding="utf-8")
     assert ": NOT ACCEPTED" in md and f"**Earliest failure**: [B.1] {regressed[0]}" in md
+    rebuilt = s["provenance"]["imageId"]
+    assert rebuilt != image_id and rebuilt.startswith("env:sha256:"), s["provenance"]
+    assert f"- image changed ({_short(image_id)} → {_short(rebuilt)})" in md, md
     assert step_summary.read_text(encoding="utf-8").endswith(md)
     assert len(_kept(history)) == 5  # a failing run is kept too: the next one compares with it

@@ -84,6 +84,10 @@ class PodStatus:
     restarts: int = 0
     exit_code: int | None = None
     labels: dict[str, str] = field(default_factory=dict)
+    # What the node ran as the Worker's image: the runtime's image ID (``sha256:…``, the
+    # Pod's ``status.containerStatuses[].imageID``), where the target says; run to run, a
+    # rebuilt image under the same reference shows here.
+    image_id: str | None = None
 
     @property
     def terminal(self) -> bool:
@@ -283,6 +287,29 @@ class Observation:
             self._chars = 0
             self._replay = None
             self._cond.notify_all()
+
+
+# The keys an adapter's ``describe`` may fill (the record's ``provenance``, camelCase).
+DESCRIBED = (
+    "apiServerVersion",
+    "kubeletVersion",
+    "containerRuntimeVersion",
+    "imageId",
+    "rayVersion",
+    "rlinfVersion",
+)
+
+
+@runtime_checkable
+class Describes(Protocol):
+    """An adapter that can say what the Worker ran on and with, for the record's
+    provenance: optional (a plugin without it leaves those keys empty).
+
+    ``describe`` returns some of ``DESCRIBED`` with what the target says, and ``unread``:
+    one line per fact it could not read and why. It answers within seconds and never
+    raises for a target that does not answer: provenance is no verdict."""
+
+    def describe(self, ref: JobRef, pods: Sequence[PodStatus]) -> dict[str, str]: ...
 
 
 @runtime_checkable

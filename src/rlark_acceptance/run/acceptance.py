@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from rlark_acceptance.adapters.base import Adapter
+from rlark_acceptance.adapters.base import Adapter, Describes
 from rlark_acceptance.model.profile import Profile
 from rlark_acceptance.preflight.entry import PreflightResult, preflight_profile
 from rlark_acceptance.run import progress
@@ -64,7 +64,15 @@ def accept(
         return AcceptanceRun(pre, None)
     try:
         rec = submit_and_confirm(adapter, pre, on_phase=on_phase, run_id=run_id, resume=resume)
-        return AcceptanceRun(pre, rec)
     except Interrupted as exc:
         exc.run = AcceptanceRun(pre, exc.record)
         raise
+    return AcceptanceRun(pre, rec, describe(adapter, rec))
+
+
+def describe(adapter: Adapter, rec: RunRecord) -> dict[str, str]:
+    """What the target says the submitted Worker ran on and with, where its adapter can
+    say (``Describes``); nothing for a run that submitted nothing."""
+    if rec.ref is None or not isinstance(adapter, Describes):
+        return {}
+    return adapter.describe(rec.ref, [*rec.pods, *([rec.worker] if rec.worker else [])])

@@ -13,7 +13,7 @@ the strict policy it fails B.1. A first run (nothing in the history) is no regre
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,6 +136,23 @@ class BudgetReport:
         }
 
 
+def _seconds(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def enough(durations: Mapping[str, float], last: int) -> Callable[[Sequence[Any]], bool]:
+    """Whether the earlier runs read so far (history entries, newest first) give every
+    stage of ``durations`` its ``last`` runs that reached it, as ``evaluate`` takes them,
+    and the previous run (what changed since): no older run needs to be read."""
+
+    def met(found: Sequence[Any]) -> bool:
+        return bool(found) and all(
+            sum(1 for e in found if _seconds(e.durations.get(stage))) >= last for stage in durations
+        )
+
+    return met
+
+
 def evaluate(
     durations: Mapping[str, float],
     budgets: Budgets,
@@ -145,16 +162,15 @@ def evaluate(
     ratio: float = DEFAULT_RATIO,
     strict: bool | None = None,
     history: str | None = None,
+    count: int | None = None,
 ) -> BudgetReport:
-    """``earlier``: the durations of the profile's earlier runs, oldest first. ``strict``
-    None: the profile's ``budgets.strict``. ``history``: where they were read (None: none)."""
+    """``earlier``: the durations of the profile's earlier runs, oldest first (at least
+    the newest that ``enough`` asks for). ``strict`` None: the profile's ``budgets.strict``.
+    ``history``: where they were read (None: none). ``count``: the runs the history holds,
+    when more than were read."""
     stages = []
     for stage in [s for s in STAGES if s in durations] + sorted(set(durations) - set(STAGES)):
-        seen = [
-            float(d[stage])
-            for d in earlier
-            if isinstance(d.get(stage), int | float) and not isinstance(d.get(stage), bool)
-        ][-last:]
+        seen = [float(d[stage]) for d in earlier if _seconds(d.get(stage))][-last:]
         # To the millisecond, as run-summary.json keeps them: every form shows the same
         # figure (37.4496 s would be 37.45 in the JSON, and 37.4 in the summary's table).
         stages.append(
@@ -170,7 +186,7 @@ def evaluate(
     return BudgetReport(
         tuple(stages),
         budgets.strict if strict is None else strict,
-        len(earlier),
+        len(earlier) if count is None else count,
         last,
         ratio,
         history,

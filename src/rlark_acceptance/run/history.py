@@ -8,13 +8,15 @@ as the runs started.
 
 Reading it back never fails on one entry: a damaged one (not JSON, cut short) or a foreign
 one (another tool's file, a summary without durations) is skipped with a warning naming it.
+A reader that needs only the newest runs (the budgets' last ones) reads back from the newest
+until it has them; the older ones are listed and counted, not read.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -53,6 +55,9 @@ class Runs:
 
     entries: tuple[Entry, ...]
     warnings: tuple[str, ...] = ()
+    # Runs of the profile the history holds: those read, and those older than the ones a
+    # reader needed, which were listed and not read (counted as runs).
+    count: int = 0
 
     def last(self, n: int) -> tuple[Entry, ...]:
         return self.entries[-n:] if n > 0 else ()
@@ -83,21 +88,32 @@ class History:
         self.store.create(key, data)
         return key
 
-    def read(self, profile_name: str) -> Runs:
+    def read(
+        self, profile_name: str, enough: Callable[[Sequence[Entry]], bool] | None = None
+    ) -> Runs:
+        """The profile's runs, oldest first. ``enough``: read from the newest back only
+        until it holds for what was read (newest first): one GET per run a reader needs, not
+        per run the profile ever had (a year of nightly runs is hundreds)."""
         base = folder(profile_name)
+        keys = [
+            info.key
+            for info in self.store.list(base + "/")
+            # a writer's file on its way in (``FileStore.create``)
+            if not info.key.rsplit("/", 1)[-1].startswith(".")
+        ]
         found: list[Entry] = []
         warnings: list[str] = []
-        for info in self.store.list(base + "/"):
-            name = info.key.rsplit("/", 1)[-1]
-            if name.startswith("."):
-                continue  # a writer's file on its way in (``FileStore.create``)
-            where = f"{self.describe()}/{info.key}"
-            entry, problem = self._entry(info.key, profile_name)
+        unread = len(keys)
+        for key in reversed(keys):  # keys begin with the run's time: the newest last
+            if enough is not None and enough(found):
+                break
+            unread -= 1
+            entry, problem = self._entry(key, profile_name)
             if problem is not None:
-                warnings.append(f"history: skipped {where}: {problem}")
+                warnings.append(f"history: skipped {self.describe()}/{key}: {problem}")
             elif entry is not None:
                 found.append(entry)
-        return Runs(tuple(found), tuple(warnings))
+        return Runs(tuple(reversed(found)), tuple(reversed(warnings)), len(found) + unread)
 
     def _entry(self, key: str, profile_name: str) -> tuple[Entry | None, str | None]:
         if not key.endswith(".json"):

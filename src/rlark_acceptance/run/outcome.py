@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rlark_acceptance.preflight.entry import PreflightResult
 from rlark_acceptance.run.step6.record import RunRecord
@@ -12,6 +12,8 @@ from rlark_acceptance.run.step6.record import RunRecord
 class AcceptanceRun:
     preflight: PreflightResult
     record: RunRecord | None  # None: stopped at the pre-flight, nothing submitted
+    # What the target said the Worker ran on and with (``Describes.describe``): provenance.
+    described: dict[str, str] = field(default_factory=dict)
 
     def __repr__(self) -> str:  # allure stores step arguments' reprs: compact, no inputs
         return f"AcceptanceRun({self.preflight!r}, {self.record!r})"

@@ -21,6 +21,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from rlark_acceptance.adapters.base import DESCRIBED
+
 PACKAGE = "rlark-acceptance"
 _GIT_TIMEOUT_S = 5.0
 
@@ -36,9 +38,17 @@ class Provenance:
     image: str | None
     image_id: str | None  # what the target resolved the image to, where it says
     node: str | None
+    # As the target reports them (``adapters.base.Describes``): on Kubernetes the API
+    # server's and the node's kubelet and runtime, locally Ray's and RLinf's in the image.
+    api_server_version: str | None
+    kubelet_version: str | None
+    container_runtime_version: str | None
+    ray_version: str | None
+    rlinf_version: str | None
     run_id: str
     started_at: str  # UTC, ISO 8601
     finished_at: str
+    unread: str | None = None  # what the target could not say, and why
 
     def as_dict(self) -> dict[str, Any]:
         """The record's keys (camelCase, as every key of run-summary.json)."""
@@ -108,9 +118,13 @@ def collect(
     run_id: str,
     started: datetime,
     finished: datetime,
+    described: Mapping[str, str] | None = None,
 ) -> Provenance:
-    """``job_text``: the Job YAML as submitted, already redacted (None: nothing submitted)."""
+    """``job_text``: the Job YAML as submitted, already redacted (None: nothing submitted);
+    ``described``: what the target said of the Worker (``Describes.describe``), whose
+    ``imageId`` is taken over ``image_id``."""
     commit, dirty = harness_commit(root)
+    said = dict(described or {})
     return Provenance(
         profile_name=profile_name,
         harness_version=harness_version(),
@@ -119,11 +133,17 @@ def collect(
         profile_sha256=sha256_file(profile),
         job_sha256=None if job_text is None else sha256_text(job_text),
         image=image,
-        image_id=image_id,
+        image_id=said.get("imageId") or image_id,
         node=node,
+        api_server_version=said.get("apiServerVersion"),
+        kubelet_version=said.get("kubeletVersion"),
+        container_runtime_version=said.get("containerRuntimeVersion"),
+        ray_version=said.get("rayVersion"),
+        rlinf_version=said.get("rlinfVersion"),
         run_id=run_id,
         started_at=utc_iso(started),
         finished_at=utc_iso(finished),
+        unread=said.get("unread"),
     )
 
 
@@ -132,11 +152,21 @@ _WATCHED = (
     ("image", "image"),
     ("imageId", "image"),
     ("node", "node"),
+    ("kubeletVersion", "kubelet"),
+    ("containerRuntimeVersion", "container runtime"),
+    ("apiServerVersion", "API server"),
+    ("rlinfVersion", "RLinf"),
+    ("rayVersion", "Ray"),
     ("harnessCommit", "harness commit"),
     ("harnessVersion", "harness version"),
     ("jobSha256", "Job YAML"),
     ("profileSha256", "profile"),
 )
+
+
+# Facts only a target says, and not always (a plugin, a cluster that did not answer): one
+# run without one is no change.
+_SAID_BY_TARGET = frozenset(DESCRIBED)
 
 
 def changes(previous: Mapping[str, Any] | None, current: Mapping[str, Any]) -> list[str]:
@@ -149,6 +179,8 @@ def changes(previous: Mapping[str, Any] | None, current: Mapping[str, Any]) -> l
         before, now = previous.get(key), current.get(key)
         if before == now or subject in out:
             continue
+        if key in _SAID_BY_TARGET and (before is None or now is None):
+            continue  # a target that did not say (or a record from before it was asked)
         if key.endswith("Sha256"):
             out[subject] = f"{subject} changed"
         else:
@@ -157,8 +189,18 @@ def changes(previous: Mapping[str, Any] | None, current: Mapping[str, Any]) -> l
 
 
 def _short(value: Any) -> str:
+    """A commit or a digest by its first 12 hex digits, as git and container tools show them.
+
+    >>> _short("docker.io/library/worker@sha256:" + "ab" * 32)
+    'docker.io/library/worker@sha256:abababababab'
+    """
     text = "none" if value is None else str(value)
-    return text[:12] if len(text) == 40 and all(c in "0123456789abcdef" for c in text) else text
+    if len(text) == 40 and all(c in "0123456789abcdef" for c in text):
+        return text[:12]
+    head, sep, digest = text.rpartition("sha256:")
+    if sep and len(digest) == 64:
+        return f"{head}{sep}{digest[:12]}"
+    return text
 
 
 __all__ = ["Provenance", "changes", "collect", "harness_commit", "sha256_text", "utc_iso"]

@@ -163,6 +163,7 @@ def junit_xml(report: RunReport, redactor: Redactor, others: Iterable[Any] = ())
         ("verdict", data["verdict"]),
         ("earliestFailure", failed_at or "none"),
         *(("warning", w) for w in warnings),
+        *provenance_pairs(data),
     ):
         ET.SubElement(props, "property", name=k, value=redactor.redact(str(v)))
     run_error = _run_error(report, data)
@@ -348,9 +349,17 @@ def environment(profile: str, summary: dict[str, Any]) -> dict[str, str]:
         # On the report's overview, beside the verdict (Allure's environment widget).
         "warnings": str(len(warnings)),
         **{f"warning.{i}": " ".join(w.split()) for i, w in enumerate(warnings, 1)},
+        **dict(provenance_pairs(summary)),
         "python": platform.python_version(),
         "platform": platform.platform(),
     }
+
+
+def provenance_pairs(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    """What the run ran with, as ``provenance.<key>`` pairs (JUnit's suite properties,
+    Allure's environment): the keys the run knows, in the record's order."""
+    found = summary.get("provenance") or {}
+    return [(f"provenance.{k}", str(v)) for k, v in found.items() if v is not None]
 
 
 def report_name(summary: dict[str, Any]) -> str:

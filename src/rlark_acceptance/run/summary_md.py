@@ -63,7 +63,10 @@ def render(
     elif changes:
         lines += [f"- {c}" for c in changes]
     else:
-        lines.append("Nothing changed: the same image, node, harness commit and Job YAML.")
+        lines.append(
+            "Nothing changed: the same image, node, versions the target reported, harness, "
+            "profile and Job YAML."
+        )
     warnings = summary.get("warnings") or []
     if warnings:
         lines += ["", "## Warnings", ""] + [f"- {w}" for w in warnings]

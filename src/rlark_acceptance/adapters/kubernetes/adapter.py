@@ -33,6 +33,7 @@ import os
 import re
 import threading
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -184,6 +185,12 @@ def probe(api: client.ApiClient, source: str) -> None:
         else:
             why = f"the API server {server} does not answer ({_refusal_reason(reason)})"
         raise TargetConfigError(source, why) from None
+
+
+def _unanswered(exc: ApiException | urllib3.exceptions.HTTPError) -> str:
+    if isinstance(exc, ApiException):
+        return api_refusal(exc)
+    return _refusal_reason(getattr(exc, "reason", exc))
 
 
 def _refusal_reason(exc: BaseException) -> str:
@@ -412,6 +419,38 @@ class KubernetesAdapter:
 
     def clusters(self) -> list[str]:
         return list(self._clusters)
+
+    def describe(self, ref: JobRef, pods: Sequence[PodStatus]) -> dict[str, str]:
+        """The API server's version and the Worker's node's kubelet and container runtime,
+        as the cluster reports them (``/version``; the Node's ``status.nodeInfo``, through
+        the node listing the harness's role already has). One request each, bounded by
+        ``PROBE_SECONDS`` and not retried: a cluster that does not answer now leaves them
+        unread, it does not hold up the record."""
+        found: dict[str, str] = {}
+        unread: list[str] = []
+        timeout = (PROBE_SECONDS, PROBE_SECONDS)
+        try:
+            version = client.VersionApi(self.api).get_code(_request_timeout=timeout)
+            found["apiServerVersion"] = str(version.git_version)
+        except (ApiException, urllib3.exceptions.HTTPError) as e:
+            unread.append(f"the API server's version: {_unanswered(e)}")
+        node = next((p.node for p in pods if p.node), None)
+        if node is not None and not unread:  # a server that did not answer is asked once
+            try:
+                nodes = self.core.list_node(
+                    field_selector=f"metadata.name={node}", _request_timeout=timeout
+                ).items
+            except (ApiException, urllib3.exceptions.HTTPError) as e:
+                unread.append(f"node {node}: {_unanswered(e)}")
+                nodes = []
+            info = nodes[0].status.node_info if nodes and nodes[0].status else None
+            if info is not None and info.kubelet_version:
+                found["kubeletVersion"] = str(info.kubelet_version)
+            if info is not None and info.container_runtime_version:
+                found["containerRuntimeVersion"] = str(info.container_runtime_version)
+        if unread:
+            found["unread"] = "; ".join(unread)
+        return found
 
     def store_for(self, job: Job, mount: Mount) -> Store:
         if mount.type == "objectStorage" and mount.bucket:

@@ -448,7 +448,19 @@ def pod_status(pod: Item) -> PodStatus:
         restarts=restarts,
         exit_code=exit_code,
         labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
+        image_id=_image_id(spec, status),
     )
+
+
+def _image_id(spec: Item, status: Item) -> str | None:
+    """The image ID the runtime ran the Pod's first container with (the Worker's; a
+    sidecar is not the Job's image), once its status has one."""
+    containers: list[Item] = spec.get("containers") or [{}]
+    first = containers[0].get("name")
+    for cs in status.get("containerStatuses") or []:
+        if cs.get("name") == first and cs.get("imageID"):
+            return str(cs["imageID"])
+    return None
 
 
 def event_of(ev: Item) -> Event:

@@ -27,6 +27,7 @@ import re
 import tempfile
 import threading
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,6 +44,7 @@ from rlark_acceptance.adapters.local.container import (
     unschedulable,
 )
 from rlark_acceptance.adapters.local.images import ImageError, LocalImage, resolve
+from rlark_acceptance.adapters.local.images import describe as describe_image
 from rlark_acceptance.adapters.local.leftovers import mounted_below, sweep_stale
 from rlark_acceptance.adapters.local.options import LocalOptions
 from rlark_acceptance.adapters.local.pod import PodRun
@@ -101,6 +103,9 @@ class LocalAdapter:
         self.scratch_root = Path(root or Path(tempfile.gettempdir()) / "rlark-local")
         self.swept = sweep_stale(self.scratch_root)
         self._jobs: dict[tuple[str, str], _JobRecord] = {}
+        # What each Job's Worker ran as its image, kept past the Job's deletion: the
+        # record's provenance is read once Step 6 is over (``describe``).
+        self._images: dict[tuple[str, str], LocalImage] = {}
         self._lock = threading.RLock()
         cleanup.register(self, signals=install_signal_handlers)
 
@@ -132,6 +137,8 @@ class LocalAdapter:
             pod.set_phase(reason="ErrImagePull", message=str(e))
             pod.end_log()
             return ref
+        with self._lock:
+            self._images[(ref.namespace, ref.name)] = image
         pod.event(
             "Pulled",
             f'Container image "{worker.image}" already present on machine: '
@@ -253,6 +260,13 @@ class LocalAdapter:
 
     def clusters(self) -> list[str]:
         return list(self.profile.target.cluster) or ["local"]
+
+    def describe(self, ref: JobRef, pods: Sequence[PodStatus]) -> dict[str, str]:
+        """The Worker's image as this node ran it (``images.describe``); nothing for a Job
+        whose image was never found."""
+        with self._lock:
+            image = self._images.get((ref.namespace, ref.name))
+        return {} if image is None else describe_image(image)
 
     def store_for(self, job: Job, mount: Mount) -> Store:
         if mount.type == "hostPath" and mount.host_path:

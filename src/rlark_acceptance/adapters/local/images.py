@@ -24,6 +24,7 @@ the hash of its lock file, so it is rebuilt only when the lock changes
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -55,6 +56,7 @@ class LocalImage:
     reference: str
     environment: Path  # a prefix with bin/python: the Worker's interpreter and its libraries
     workspace: dict[str, Path] = field(default_factory=dict)  # /workspace/<name> <- folder
+    lock: Path | None = None  # the lock file it was built from, if any
 
     @property
     def bin(self) -> str:
@@ -71,6 +73,7 @@ def resolve(reference: str, images: dict[str, Any] | None, base: Path) -> LocalI
             f"target.images names {named})"
         )
     env = entry["environment"]
+    lock: Path | None = None
     if isinstance(env, dict) and "lock" in env:
         lock = base / str(env["lock"])
         if not lock.is_file():
@@ -90,7 +93,53 @@ def resolve(reference: str, images: dict[str, Any] | None, base: Path) -> LocalI
     workspace = {
         str(k): (base / str(v)).resolve() for k, v in (entry.get("workspace") or {}).items()
     }
-    return LocalImage(reference, prefix, workspace)
+    return LocalImage(reference, prefix, workspace, lock)
+
+
+# What the environment's own interpreter reports of its distributions (pip's metadata):
+# every ``name==version``, sorted, as JSON on one line.
+_LIST_DISTRIBUTIONS = (
+    "import importlib.metadata as m, json; "
+    "print(json.dumps(sorted({f\"{d.metadata['Name']}=={d.version}\" "
+    "for d in m.distributions() if d.metadata['Name']})))"
+)
+_DESCRIBE_TIMEOUT_S = 30.0
+# The Worker's libraries the record names, by their normalised distribution names.
+NAMED = {"ray": "rayVersion", "rlinf": "rlinfVersion"}
+
+
+def describe(image: LocalImage) -> dict[str, str]:
+    """What this node runs as ``image``, for the record's provenance: its image ID (a
+    locked environment by its lock file's digest; another by the digest of what it holds,
+    so an environment rebuilt with other packages is another image) and the versions of
+    Ray and RLinf in it, as its own interpreter reports them. ``unread`` says why not."""
+    python = str(image.environment / "bin" / "python")
+    try:
+        done = subprocess.run(
+            [python, "-c", _LIST_DISTRIBUTIONS],
+            capture_output=True,
+            text=True,
+            timeout=_DESCRIBE_TIMEOUT_S,
+            check=False,
+            env={"PATH": os.environ.get("PATH", ""), "PYTHONNOUSERSITE": "1"},
+        )
+        held: list[str] = json.loads(done.stdout) if done.returncode == 0 else []
+    except (OSError, subprocess.TimeoutExpired, ValueError) as e:
+        return {"unread": f"the environment {image.environment}: {e}"}
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"unread": f"the environment {image.environment}: {last}"}
+    found: dict[str, str] = {}
+    if image.lock is not None:
+        found["imageId"] = "lock:sha256:" + hashlib.sha256(image.lock.read_bytes()).hexdigest()
+    else:
+        found["imageId"] = "env:sha256:" + hashlib.sha256("\n".join(held).encode()).hexdigest()
+    for entry in held:
+        name, _, version = entry.partition("==")
+        key = NAMED.get(name.lower().replace("_", "-"))
+        if key is not None:
+            found[key] = version
+    return found
 
 
 def absolute(images: dict[str, Any], base: Path) -> dict[str, Any]:

@@ -141,6 +141,7 @@ def _finish(adapter: Adapter, engine: Engine, plan: Step6Plan, where: Outputs) -
     rec = engine.rec
     log = engine.seen.log
     rec.step, rec.step_total, rec.first_cause = log.steps.step, log.steps.total, log.cause.cause
+    rec.worker = engine.seen.pod
     lost = [e for e in rec.events if e.reason == LOG_LOST]
     if rec.ref is not None:
         rec.pods, rec.events = _evidence(adapter, rec, lost)

@@ -129,6 +129,9 @@ class RunRecord:
     phases: dict[str, PhaseResult] = field(default_factory=dict)
     log: LogTail = field(default_factory=LogTail)
     pods: list[PodStatus] = field(default_factory=list)
+    # The Worker's Pod as the observation last saw it: its node and image ID once the Job
+    # is deleted and ``pods``, listed at the end, is empty.
+    worker: PodStatus | None = None
     events: list[Event] = field(default_factory=list)
     printed_config: dict[str, Any] | None = None
     checkpoint: CheckpointReport | None = None
