@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -15,7 +16,7 @@ import pytest
 
 from rlark_acceptance.model.budgets import Budgets
 from rlark_acceptance.run.budgets import enough, evaluate
-from rlark_acceptance.run.history import History, entry_key
+from rlark_acceptance.run.history import History, entry_key, open_history
 from rlark_acceptance.storage import FileStore, S3Store, StoreError
 
 T0 = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
@@ -114,19 +115,34 @@ def test_damaged_and_foreign_entries_are_skipped_each_with_a_warning(
         )
 
 
-def _append(root: str, run_id: str) -> str:
-    return History(FileStore(root)).append(_summary(run_id, 4.0), "smoke", T0)
+def _append(location: str, run_id: str, env: dict[str, str]) -> str:
+    os.environ.update(env)  # boto3's standard chain, as the run's process has it
+    return open_history(location, Path(".")).append(_summary(run_id, 4.0), "smoke", T0)
 
 
-def test_two_writers_at_once_both_land(tmp_path: Path) -> None:
+@pytest.mark.parametrize("where", ["folder", "s3"])
+def test_two_writers_at_once_both_land(
+    where: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     """Two processes append the same second (a CI retry beside a scheduled run): each
-    run's own key, neither lost."""
+    run's own key, neither lost, in a folder and in a bucket."""
+    location, env = str(tmp_path), {}
+    if where == "s3":
+        s3_env = request.getfixturevalue("s3_env")
+        location = f"s3://{s3_env.bucket}/rlark-acceptance-tests/{uuid.uuid4().hex}"
+        env = s3_env.boto_env()
     ctx = multiprocessing.get_context("spawn")
     with ctx.Pool(2) as pool:
-        keys = pool.starmap(_append, [(str(tmp_path), "run-a"), (str(tmp_path), "run-b")])
+        keys = pool.starmap(_append, [(location, r, env) for r in ("run-a", "run-b")])
     assert sorted(keys) == [entry_key("smoke", r, T0) for r in ("run-a", "run-b")]
-    runs = History(FileStore(tmp_path)).read("smoke")
-    assert sorted(e.summary["runId"] for e in runs.entries) == ["run-a", "run-b"]
+    client = request.getfixturevalue("s3_env").client() if where == "s3" else None
+    history = open_history(location, tmp_path, client=client)
+    try:
+        runs = history.read("smoke")
+        assert sorted(e.summary["runId"] for e in runs.entries) == ["run-a", "run-b"]
+    finally:
+        if where == "s3":
+            history.store.delete([o.key for o in history.store.list("")])  # type: ignore[attr-defined]
 
 
 def test_two_writers_of_one_key_on_s3_one_lands_the_other_is_refused(s3_env: Any) -> None:

@@ -417,6 +417,16 @@ def test_the_whole_suite_on_a_profile_whose_first_signal_never_appears(tmp_path:
     assert self_checks["inconclusive"], "the self-checks that needed 6.4 say why they failed"
     for entry in self_checks["inconclusive"]:
         assert "fails at 6.4" in entry["reason"]
+    # Those that break a check after 6.4 (6.5, the training's) are not submitted: their copy
+    # would fail at 6.4 too. Those at 6.3 and 6.4 are, and their own run says why they fail.
+    after = [e for e in self_checks["inconclusive"] if e["check"] in ("6.5", "T.1", "T.2", "T.3")]
+    assert after, self_checks["inconclusive"]
+    moot = "not submitted: the profile as it is fails at 6.4, before "
+    for entry in after:
+        assert entry["message"].startswith(moot + entry["check"]), entry
+    for entry in self_checks["inconclusive"]:
+        if entry["check"] in ("6.3", "6.4"):
+            assert not entry["message"].startswith("not submitted"), entry
     categories = run.reports / "allure-results" / "categories.json"
     assert "Step 6" in categories.read_text(encoding="utf-8")
 

@@ -44,6 +44,21 @@ ORDER = (
 PHASES = tuple(c for c in ORDER if BY_ID[c].section == STEP6_SECTION)
 
 
+def never_reached_after(failed_at: str, check: str) -> bool:
+    """Whether a Step 6 run that fails at ``failed_at`` never decides ``check``: a page's
+    phase ends the run, and ``check`` comes after it. (A training check's failure does not
+    end the run: the later ones are still read.)
+
+    >>> never_reached_after(CheckId.PROGRESS_LOGGED, CheckId.STEPS_ADVANCE)
+    True
+    >>> never_reached_after(CheckId.PROGRESS_LOGGED, CheckId.ONE_POD_ON_NODE)
+    False
+    >>> never_reached_after(CheckId.STEPS_ADVANCE, CheckId.METRICS_REAL)
+    False
+    """
+    return failed_at in PHASES and check in ORDER and ORDER.index(check) > ORDER.index(failed_at)
+
+
 @dataclass
 class PhaseResult:
     check: str
