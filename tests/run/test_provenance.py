@@ -3,6 +3,7 @@ what changed since the previous run."""
 
 from __future__ import annotations
 
+import doctest
 import hashlib
 import subprocess
 from datetime import UTC, datetime, timedelta, timezone
@@ -115,3 +116,11 @@ def test_a_fact_one_of_two_runs_lacks_is_no_change() -> None:
     assert changes({"imageId": digest}, rebuilt) == [
         "image changed (sha256:111111111111 → sha256:222222222222)"
     ]
+
+
+def test_the_examples_in_the_docstrings_hold() -> None:
+    from rlark_acceptance.run import provenance
+    from rlark_acceptance.run.step6 import record
+
+    for module in (provenance, record):
+        assert doctest.testmod(module).failed == 0, module.__name__
