@@ -63,14 +63,21 @@ def _points(history: Path) -> list[dict[str, Any]]:
 
 def _environment(path: Path, *extra: str) -> Path:
     """A Worker environment built at ``path``: a virtualenv over this checkout's (its
-    packages through a site dir, its ``ray`` command linked), holding ``extra`` too, as
+    packages through a site dir, a ``ray`` command of its own), holding ``extra`` too, as
     ``name==version`` distributions of their own."""
     shutil.rmtree(path, ignore_errors=True)
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True)
     (own,) = path.glob("lib/python3*/site-packages")
     (base,) = (REPO / ".venv").glob("lib/python3*/site-packages")
     (own / "_checkout.pth").write_text(f"import site; site.addsitedir({str(base)!r})\n")
-    (path / "bin" / "ray").symlink_to(REPO / ".venv" / "bin" / "ray")
+    # Its own ``ray`` command, run by its own interpreter: the Pod's private /tmp hides a
+    # checkout's .venv/bin there (a clean clone under /tmp), its site-packages stay seen.
+    ray = path / "bin" / "ray"
+    ray.write_text(
+        f"#!{path / 'bin' / 'python'}\nimport sys\nfrom ray.scripts.scripts import main\n"
+        "sys.exit(main())\n"
+    )
+    ray.chmod(0o755)
     for entry in extra:
         name, version = entry.split("==")
         info = own / f"{name.replace('-', '_')}-{version}.dist-info"
