@@ -133,7 +133,8 @@ def _hierarchies() -> list[Path]:
 # containerd, every Pod) is one entity beside each runnable process of the machine's own
 # (cgroup v1 weighs those 1024 apiece, the default cpu.shares of one group). With the
 # test workers' Ray heads at a load of 19 on 2 cores, a Worker's raylet then did not
-# register within the 30 s that `ray start --head` waits (a constant of Ray's).
+# register within the 30 s that `ray start --head` waited (Ray's own; the Worker's entry
+# script now widens it, model.worker.RAY_START_WAIT_S).
 NODE_CPU_WEIGHT = 8
 
 

@@ -138,6 +138,10 @@ LINES = {
         "constraint Real(), but found invalid values:",
         "RuntimeError: probability tensor contains either `inf`, `nan` or element < 0",
     ],
+    "ray-start-timeout": [
+        "Exception: The current node timed out during startup. This could happen because "
+        "some of the raylet failed to startup or the GCS has become overloaded.",
+    ],
     "mount-io-error": [
         "OSError: [Errno 5] Input/output error: '/mnt/ckpt/logs'",
         "OSError: [Errno 107] Transport endpoint is not connected: '/mnt/data'",

@@ -170,6 +170,16 @@ TRAINING_DIVERGED = FailureClass(
     "learning rates (actor.optim.lr, actor.critic_optim.lr, the entropy tuning's), keep "
     "gradient clipping on, check the precision (fp16 / bf16 overflow) and the rewards' scale.",
 )
+RAY_START_TIMEOUT = FailureClass(
+    "ray-start-timeout",
+    "The Ray head did not come up within Ray's own start-up wait",
+    "`ray start` gives its raylet 30 s to register with the GCS (the Worker's environment "
+    "widens it with RAY_raylet_start_wait_time_s), and the node's processes did not get "
+    "the CPU to do it: other Workers or Ray clusters on the node, or a CPU limit far below "
+    "what Ray's dozen processes take to start. Run one Worker per node at a time, give the "
+    "Worker Pod more CPU, and look at the node's load when it failed; not the RLinf "
+    "config, which had not started.",
+)
 MOUNT_IO_ERROR = FailureClass(
     "mount-io-error",
     "I/O error on a mounted store",
@@ -203,6 +213,7 @@ CONTAINER_RUNTIME_LOST = FailureClass(
 # killed for memory is the memory's fault, not a knock-on.
 _RULES: tuple[tuple[FailureClass, re.Pattern[str]], ...] = (
     (DISK_FULL, re.compile(r"\[Errno 28\]|No space left on device")),
+    (RAY_START_TIMEOUT, re.compile(r"The current node timed out during startup")),
     (READ_ONLY_CHECKPOINT_DIR, re.compile(r"\[Errno 30\]|Read-only file system")),
     (
         MOUNT_IO_ERROR,
