@@ -51,3 +51,28 @@ def test_every_module_is_named_in_the_row_of_its_package() -> None:
 def test_every_package_a_row_names_is_there() -> None:
     absent = [where for where in _rows() if not (ROOT / where).exists()]
     assert absent == [], absent
+
+
+def test_testenv_row_names_every_module_of_src_that_testenv_imports() -> None:
+    """The row's list of what testenv uses of ``src/`` beyond the public API is whole: a new
+    import of an adapter's or the model's module fails here until the map says so."""
+    import ast
+
+    row = next(
+        line for line in LAYOUT.read_text(encoding="utf-8").splitlines() if "| `testenv/`" in line
+    )
+    _, _, beyond = row.partition("beyond the public API")
+    imported: set[str] = set()
+    for path in (ROOT / "testenv").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                "rlark_acceptance."
+            ):
+                parts = (node.module or "").split(".")
+                # ``from rlark_acceptance.adapters.local import images``: a module imported by name
+                for alias in node.names:
+                    as_module = ROOT / "src" / Path(*parts, alias.name)
+                    named = as_module.with_suffix(".py").is_file() or as_module.is_dir()
+                    imported.add(alias.name if named else parts[-1])
+    unnamed = sorted(m for m in imported if f"`{m}`" not in beyond and f".{m}`" not in beyond)
+    assert not unnamed, f"testenv imports these modules of src/ the map does not name: {unnamed}"

@@ -605,7 +605,11 @@ def test_a_phase_asks_for_what_it_must_look_at_and_decides_on_the_answer() -> No
     seen.pods = [seen.pod]  # type: ignore[list-item]
     assert phase.verdict(seen) == Passed(f"one Pod, {POD}, on node {NODE}", at=1.0)
     seen.pods = OSError("the API server said 500")  # a failed listing: the stream's Pod counts
-    assert isinstance(phase.verdict(seen), Passed)
+    assert phase.verdict(seen) == Passed(
+        f"one Pod, {POD}, on node {NODE} (the Job's Pods could not be listed: OSError: the "
+        "API server said 500; judged on the Pod the target's watch showed)",
+        at=1.0,
+    )
 
 
 def test_6_5_reads_the_location_again_each_second_and_once_the_pod_is_over(

@@ -49,13 +49,24 @@ class Scheduled(Phase):
             return None  # not bound yet, or bound and its container not started yet
         if seen.pods is None:
             return ListPods()
-        # A listing that failed: the Pod seen in the stream is evidence enough of one Pod.
-        pods = [pod] if isinstance(seen.pods, Exception) else seen.pods
+        # A listing that failed: the Pod seen in the stream is evidence enough of one Pod,
+        # and the verdict says what it stood on (a second Pod would have gone unseen).
+        unlisted: Exception | None = None
+        if isinstance(seen.pods, Exception):
+            unlisted, pods = seen.pods, [pod]
+        else:
+            pods = seen.pods
         if len(pods) != 1:
             return Failed(f"{len(pods)} Pods for one Worker: {', '.join(p.name for p in pods)}")
         if self.expected_node and pod.node != self.expected_node:
             return Failed(f"pod {pod.name} runs on {pod.node}, expected {self.expected_node}")
-        return Passed(f"one Pod, {pod.name}, on node {pod.node}", at=seen.happened_at)
+        said = f"one Pod, {pod.name}, on node {pod.node}"
+        if unlisted is not None:
+            said += (
+                f" (the Job's Pods could not be listed: {type(unlisted).__name__}: "
+                f"{str(unlisted)[:200]}; judged on the Pod the target's watch showed)"
+            )
+        return Passed(said, at=seen.happened_at)
 
     def over(self, seen: Observed) -> str:
         return f"the Pod never ran on a node: {seen.pod_text()}"
