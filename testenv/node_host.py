@@ -133,8 +133,8 @@ def _hierarchies() -> list[Path]:
 # containerd, every Pod) is one entity beside each runnable process of the machine's own
 # (cgroup v1 weighs those 1024 apiece, the default cpu.shares of one group). With the
 # test workers' Ray heads at a load of 19 on 2 cores, a Worker's raylet then did not
-# register within the 30 s that `ray start --head` waited (Ray's own; the Worker's entry
-# script now widens it, model.worker.RAY_START_WAIT_S).
+# register within the 30 s that `ray start --head` waits (its dashboard agent had missed the
+# raylet's fixed 15 s for its port file, and the raylet had aborted).
 NODE_CPU_WEIGHT = 8
 
 

@@ -2,12 +2,12 @@
 
 Tests here start real Ray heads, RLinf runs, a kubelet and its Pods on two cores, several
 at once (``./run tests`` runs three workers). A Worker that fails at 6.3 with Ray's own
-"The current node timed out during startup" is Ray's wait for its raylet that a loaded
-machine missed (the Workers here wait longer than Ray's 30 s: model.worker), or a fault;
-only the load at the time tells which. Every few seconds a
-thread of each test process reads the load average, the runnable tasks and how many Ray
-heads (``gcs_server`` processes) the machine holds; a failed test's report gets those of
-its own span as a section ("machine load"), beside its captured output.
+"The current node timed out during startup" met one of Ray's fixed start-up waits (its
+raylet gives the dashboard agent 15 s) on a loaded machine, or a fault; only the load at the
+time tells which. Every few seconds a thread of each test process reads the load average,
+the runnable tasks and how many Ray heads (``gcs_server`` processes) the machine holds; a
+failed test's report gets those of its own span as a section ("machine load"), beside its
+captured output.
 """
 
 from __future__ import annotations

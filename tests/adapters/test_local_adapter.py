@@ -387,43 +387,6 @@ def test_run_script_crash_fails_the_pod_and_lines_arrive_at_once(
     assert len(lags) == 3 and max(lags) < 0.5, lags
 
 
-# Longer than Ray's own 30 s wait for a starting raylet (see model.worker.RAY_START_WAIT_S).
-RAYLET_HELD_S = 40
-HOLD_RAYLET = f"""\
-hold() {{
-  while :; do
-    for c in /proc/[0-9]*/comm; do
-      read -r name < "$c" 2>/dev/null || continue
-      [ "$name" = raylet ] || continue
-      pid=${{c#/proc/}}; pid=${{pid%/comm}}
-      kill -STOP "$pid" && echo "raylet held"
-      sleep {RAYLET_HELD_S}
-      kill -CONT "$pid"; echo "raylet released"
-      return
-    done
-    sleep 0.05
-  done
-}}
-hold &
-"""
-
-
-def test_a_raylet_held_off_the_cpu_past_rays_30_s_still_starts_the_head(
-    adapter: LocalAdapter, tmp_path: Path
-) -> None:
-    """The node here is a shared machine: a raylet that gets no CPU for longer than Ray's
-    30 s (stopped, here) is waited for, and 6.3 is left to the profile's own timeout."""
-    job, text = write_job(tmp_path, unique("held"), "echo run-script-ran\n", prepare=HOLD_RAYLET)
-    ref = adapter.submit(job, text)
-    t = watch(adapter.observe(ref), terminal, timeout=RUN_TIMEOUT + RAYLET_HELD_S)
-    assert (t.last.phase, t.last.exit_code) == ("Succeeded", 0), t.log()[-2000:]
-    held, released, started = (
-        t.index(p) for p in ("^raylet held", "^raylet released", RAY_STARTED)
-    )
-    assert held < released < started < t.index("^run-script-ran")
-    assert t.line_at[started] - t.line_at[held] >= RAYLET_HELD_S - 1
-
-
 def test_pod_filesystem_mounts_and_environment(
     adapter: LocalAdapter, tmp_path: Path, s3_chain: Any
 ) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rlark_acceptance.adapters.local import images
-from tests.run.suite_runs import ROOT, SuiteRun, _env, _read
+from tests.run.suite_runs import ROOT, SuiteRun, _env, _read, again_if_ray_start_timed_out
 
 PROFILE = ROOT / "profiles" / "rlinf-embodied.yaml"
 LOCK = ROOT / "profiles" / "rlinf-embodied" / "rlinf-0.3.0.lock"
@@ -30,11 +30,14 @@ def run_profile(
     command = [sys.executable, "-m", "pytest", "features/", "-p", "no:cacheprovider"]
     command += ["--profile", str(profile), "--reports-dir", str(reports), *args]
 
-    t0 = time.monotonic()
-    proc = subprocess.run(
-        command, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=timeout
-    )
-    return _read(proc.returncode, proc.stdout + proc.stderr, reports, time.monotonic() - t0)
+    def once() -> SuiteRun:
+        t0 = time.monotonic()
+        proc = subprocess.run(
+            command, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=timeout
+        )
+        return _read(proc.returncode, proc.stdout + proc.stderr, reports, time.monotonic() - t0)
+
+    return again_if_ray_start_timed_out(once)
 
 
 def global_attachment(run: SuiteRun, name: str) -> str:

@@ -15,7 +15,9 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -213,8 +215,68 @@ def run_suite(
     """``wrapper``: a command that runs the suite's command line given as its arguments.
 
     ``timeout`` is a hang's bound, not a speed check: the whole suite on a profile broken at
-    6.4 took 186 s alone and over 300 s on three test workers sharing 2 cores."""
-    return _run_suite_once(site, list(args), timeout, wrapper)
+    6.4 took 186 s alone and over 300 s on three test workers sharing 2 cores.
+
+    A run whose Worker's ``ray start --head`` gave up under this machine's load is run once
+    more, with a warning in the test session's summary (see ``ray_start_timed_out``)."""
+    return again_if_ray_start_timed_out(lambda: _run_suite_once(site, list(args), timeout, wrapper))
+
+
+def again_if_ray_start_timed_out(run_once: Callable[[], SuiteRun]) -> SuiteRun:
+    """``run_once()``, and once more if that run failed on a Worker's Ray head that gave up
+    its start under this machine's load (``ray_start_timed_out``), its record set aside."""
+    run = run_once()
+    if ray_start_timed_out(run):
+        warn_ray_start_rerun("the suite", set_aside(run.reports))
+        run = run_once()
+    return run
+
+
+# Ray's own message when a starting node's raylet has not registered with its GCS within
+# 30 s. On two cores shared by three test workers, a Kubernetes node weighted as eight busy
+# processes and a real RLinf run, the Ray head a Worker starts has missed it: the raylet
+# gives its dashboard agent (a Python process with heavy imports) 15 s to write its port
+# file and aborts past that (Ray 2.60's WaitForDashboardAgentPorts: no setting widens it;
+# RAY_raylet_start_wait_time_s widens only ``ray start``'s wait for a raylet that is then
+# dead). The harness is right to fail such a run at 6.3; it is not what a test that runs
+# the suite on a broken copy asks about, so that run alone is repeated.
+RAY_START_TIMED_OUT = "The current node timed out during startup"
+RAY_START_WAIT_S = 30
+
+
+def set_aside(reports: Path) -> Path:
+    """Move a first run's ``reports`` out of the second's way, under a name not yet taken."""
+    for n in range(1, 100):
+        kept = reports.with_name(f"{reports.name}-ray-start-timeout-{n}")
+        if not kept.exists():
+            return reports.rename(kept)
+    raise AssertionError(f"no free name beside {reports}")
+
+
+def warn_ray_start_rerun(what: str, first: Path) -> None:
+    """Say in the test session's warnings summary that ``what`` ran twice, and where the
+    first run's record was kept."""
+    warnings.warn(
+        f"{what} ran again: a Worker's Ray head timed out during startup ({RAY_START_WAIT_S} s,"
+        " a constant of Ray's) on this loaded machine, a fault the test did not put in; the"
+        f" first run's record is in {first}",
+        stacklevel=3,
+    )
+
+
+def ray_start_timed_out(run: SuiteRun) -> bool:
+    """The run failed, and a Worker's Ray head gave up its start on the machine's load."""
+    return run.returncode != 0 and ray_start_timed_out_in(run.summary)
+
+
+def ray_start_timed_out_in(summary: dict[str, Any]) -> bool:
+    """A run-summary.json whose earliest failure, or one of whose failed self-checks, quotes
+    Ray's own start timeout: 6.3 of the run, 6.3 of T.4's second submission (named by T.4),
+    or a self-check's own run red at 6.3 instead of the check it breaks on purpose. No test
+    puts that fault in (Ray's wait is fixed), so its text is enough."""
+    first = summary.get("earliestFailure") or {}
+    failed = (summary.get("selfChecks") or {}).get("failed") or []
+    return any(RAY_START_TIMED_OUT in json.dumps(f, ensure_ascii=False) for f in [first, *failed])
 
 
 def _run_suite_once(

@@ -174,14 +174,6 @@ def ray_head(
     ]
 
 
-# How long ``ray start`` waits for its raylet to register with the GCS, in place of Ray's
-# 30 s (the config RAY_raylet_start_wait_time_s, read by node.py's GCS query). A platform's
-# GPU node runs one Worker; the node of these targets is a machine shared with other work
-# (other Workers, a kubelet, test workers), where a raylet held off the CPU for 30 s was
-# Ray's "The current node timed out during startup" and a red 6.3 for the machine's load.
-# Waiting this long leaves the decision to 6.3's own timeout, which the profile sets.
-RAY_START_WAIT_S = 600
-
 # One bash runs the Worker: prepare in this shell so its exports reach the run script (if it
 # fails the shell ends with its status and Ray never starts), the Ray head, then the run
 # script in the background so a SIGTERM is handled at once (a shell waiting for a foreground
@@ -189,7 +181,7 @@ RAY_START_WAIT_S = 600
 ENTRY = """\
 trap 'kill -TERM $run 2>/dev/null; wait $run; exit 143' TERM
 {prepare} || exit $?
-RAY_raylet_start_wait_time_s={wait} {ray} || exit $?
+{ray} || exit $?
 ({run}) &
 run=$!
 wait $run
@@ -199,9 +191,4 @@ wait $run
 def entry_script(prepare: str, run: str, ray: Sequence[str]) -> str:
     """The container command's script; ``prepare`` / ``run``: the shell words that run the
     two scripts where the target put them (``eval "$1"``, ``. /.rlark/run.sh``)."""
-    return ENTRY.format(
-        prepare=prepare,
-        run=run,
-        ray=" ".join(shlex.quote(a) for a in ray),
-        wait=RAY_START_WAIT_S,
-    )
+    return ENTRY.format(prepare=prepare, run=run, ray=" ".join(shlex.quote(a) for a in ray))

@@ -172,13 +172,13 @@ TRAINING_DIVERGED = FailureClass(
 )
 RAY_START_TIMEOUT = FailureClass(
     "ray-start-timeout",
-    "The Ray head did not come up within Ray's own start-up wait",
-    "`ray start` gives its raylet 30 s to register with the GCS (the Worker's environment "
-    "widens it with RAY_raylet_start_wait_time_s), and the node's processes did not get "
-    "the CPU to do it: other Workers or Ray clusters on the node, or a CPU limit far below "
-    "what Ray's dozen processes take to start. Run one Worker per node at a time, give the "
-    "Worker Pod more CPU, and look at the node's load when it failed; not the RLinf "
-    "config, which had not started.",
+    "The Ray head did not come up within Ray's own start-up waits",
+    "The node's processes did not get the CPU to start Ray: the raylet gives its dashboard "
+    "agent (a Python process with heavy imports) a fixed 15 s to write its port file and "
+    "aborts past it, and `ray start` gives the raylet 30 s to register. Other Workers or Ray "
+    "clusters on the node, or a CPU limit far below what Ray's dozen processes take to start, "
+    "cause it: run one Worker per node at a time, give the Worker Pod more CPU, and look at "
+    "the node's load when it failed; not the RLinf config, which had not started.",
 )
 MOUNT_IO_ERROR = FailureClass(
     "mount-io-error",
