@@ -25,6 +25,8 @@ import pytest
 SAMPLE_S = 5.0
 # An hour of samples: a test longer than that reports its last hour.
 KEPT = int(3600 / SAMPLE_S)
+# Lines of samples a section shows at most (a long test's are thinned evenly, the peak kept).
+SHOWN = 60
 _STARTED = pytest.StashKey[float]()
 
 
@@ -76,10 +78,13 @@ class Sampler:
 
 
 def describe(samples: list[Sample], start: float, cores: int) -> str:
-    """The section's text: one line per sample, the peak first."""
+    """The section's text: the peak, then the samples (at most ``SHOWN``, evenly thinned,
+    the peak among them)."""
     if not samples:
         return "no sample of the machine's load in the test's span"
     peak = max(samples, key=lambda s: s.load1)
+    step = -(-len(samples) // SHOWN)
+    samples = sorted({*samples[::step], peak}, key=lambda s: s.at)
     lines = [
         f"peak 1-min load {peak.load1:.1f} on {cores} cores at +{peak.at - start:.0f}s "
         f"({peak.runnable} runnable, {peak.ray_heads} Ray heads on the machine)"

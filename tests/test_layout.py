@@ -4,6 +4,7 @@ a package that is not there."""
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -56,8 +57,6 @@ def test_every_package_a_row_names_is_there() -> None:
 def test_testenv_row_names_every_module_of_src_that_testenv_imports() -> None:
     """The row's list of what testenv uses of ``src/`` beyond the public API is whole: a new
     import of an adapter's or the model's module fails here until the map says so."""
-    import ast
-
     row = next(
         line for line in LAYOUT.read_text(encoding="utf-8").splitlines() if "| `testenv/`" in line
     )

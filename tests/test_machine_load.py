@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import Sample, describe, ray_heads, sample
+from tests.conftest import SHOWN, Sample, describe, ray_heads, sample
 
 
 def test_ray_heads_counts_the_gcs_servers_of_a_proc_listing(tmp_path: Path) -> None:
@@ -36,3 +36,12 @@ def test_the_section_names_the_peak_then_every_sample_in_the_span() -> None:
     )
     assert len(text) == 4 and "load  17.9" in text[2] and "Ray heads 6" in text[2]
     assert describe([], start, cores=2).startswith("no sample")
+
+
+def test_a_long_test_s_section_is_thinned_and_keeps_its_peak() -> None:
+    samples = [Sample(float(i), 1.0, 1, 0) for i in range(720)]
+    samples[333] = Sample(333.0, 30.0, 40, 3)
+    lines = describe(samples, 0.0, cores=2).splitlines()[1:]
+    assert len(lines) <= SHOWN + 1 and any("load  30.0" in line for line in lines)
+    offsets = [int(line.split("s")[0].lstrip("+ ")) for line in lines]
+    assert offsets == sorted(offsets) and len(set(offsets)) == len(offsets)

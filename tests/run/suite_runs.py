@@ -257,8 +257,9 @@ def warn_ray_start_rerun(what: str, first: Path) -> None:
     """Say in the test session's warnings summary that ``what`` ran twice, and where the
     first run's record was kept."""
     warnings.warn(
-        f"{what} ran again: a Worker's Ray head timed out during startup ({RAY_START_WAIT_S} s,"
-        " a constant of Ray's) on this loaded machine, a fault the test did not put in; the"
+        f"{what} ran again: a Worker's Ray head timed out during startup (its raylet gave up"
+        f" on its dashboard agent, or ray start on its raylet within {RAY_START_WAIT_S} s) on"
+        " this loaded machine, a fault the test did not put in; the"
         f" first run's record is in {first}",
         stacklevel=3,
     )
