@@ -1,13 +1,21 @@
-"""A failing test's report says how loaded the machine was while it ran.
+"""A failing test's report says how loaded the machine was while it ran, and a test that
+failed on Ray's own start-up timeout runs once more.
 
 Tests here start real Ray heads, RLinf runs, a kubelet and its Pods on two cores, several
 at once (``./run tests`` runs three workers). A Worker that fails at 6.3 with Ray's own
 "The current node timed out during startup" met one of Ray's fixed start-up waits (its
 raylet gives the dashboard agent 15 s) on a loaded machine, or a fault; only the load at the
 time tells which. Every few seconds a thread of each test process reads the load average,
-the runnable tasks and how many Ray heads (``gcs_server`` processes) the machine holds; a
-failed test's report gets those of its own span as a section ("machine load"), beside its
-captured output.
+the runnable tasks, which commands they belong to and how many Ray heads (``gcs_server``
+processes) the machine holds; a failed test's report gets those of its own span as a section
+("machine load"), beside its captured output.
+
+A test whose failure quotes that timeout (Ray's message, or the failure class the harness
+names it by) is run once more (pytest-rerunfailures, ``R`` in the progress line and counted
+as rerun in the summary): no test here puts that fault in on purpose, and the harness's
+verdict on it is tested by its own tests (tests/rlinf/test_failures.py). The suite runs of
+tests/run/ repeat themselves on the same fault, judged by their run record
+(``again_if_ray_start_timed_out``). Any other failure fails at once.
 """
 
 from __future__ import annotations
@@ -15,7 +23,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Generator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +35,11 @@ SAMPLE_S = 5.0
 KEPT = int(3600 / SAMPLE_S)
 # Lines of samples a section shows at most (a long test's are thinned evenly, the peak kept).
 SHOWN = 60
+# How many of the commands with the most runnable tasks a sample names.
+BUSIEST = 3
+# What a failure quotes when a Worker's Ray head missed Ray's own start-up waits: Ray's
+# message, or the failure class (rlinf/failures.py RAY_START_TIMEOUT) that names it.
+RAY_START_TIMEOUT = r"timed out during startup|\[ray-start-timeout"
 _STARTED = pytest.StashKey[float]()
 
 
@@ -36,22 +49,50 @@ class Sample:
     load1: float
     runnable: int
     ray_heads: int
+    # The commands with the most runnable tasks (threads), most first: what the load is.
+    busiest: tuple[tuple[str, int], ...] = ()
 
 
-def ray_heads(proc: Path = Path("/proc")) -> int:
-    """How many Ray heads run on the machine: their GCS servers."""
-    n = 0
-    for comm in proc.glob("[0-9]*/comm"):
+@dataclass(frozen=True)
+class Processes:
+    ray_heads: int
+    busiest: tuple[tuple[str, int], ...]
+
+
+def processes(proc: Path = Path("/proc")) -> Processes:
+    """How many Ray heads run on the machine (their GCS servers), and which commands have
+    the most runnable threads."""
+    heads = 0
+    running: Counter[str] = Counter()
+    for pid in proc.glob("[0-9]*"):
         try:
-            n += comm.read_text().strip() == "gcs_server"
-        except OSError:
-            continue  # the process ended while the list was read
-    return n
+            comm = (pid / "comm").read_text().strip()
+            heads += comm == "gcs_server"
+            for task in (pid / "task").glob("[0-9]*/stat"):
+                # "pid (comm) S ...": the state follows the comm, which may hold spaces.
+                if task.read_text().rpartition(")")[2].split()[0] == "R":
+                    running[comm] += 1
+        except (OSError, IndexError):
+            continue  # the process or thread ended while it was read
+    # Most first, ties by name: the same machine reads the same way.
+    most = sorted(running.items(), key=lambda kv: (-kv[1], kv[0]))
+    return Processes(heads, tuple(most[:BUSIEST]))
 
 
 def sample() -> Sample:
     fields = Path("/proc/loadavg").read_text().split()
-    return Sample(time.monotonic(), float(fields[0]), int(fields[3].split("/")[0]), ray_heads())
+    now = processes()
+    return Sample(
+        time.monotonic(),
+        float(fields[0]),
+        int(fields[3].split("/")[0]),
+        now.ray_heads,
+        now.busiest,
+    )
+
+
+def busiest(s: Sample) -> str:
+    return ", ".join(f"{comm} {n}" for comm, n in s.busiest) or "none"
 
 
 class Sampler:
@@ -87,17 +128,29 @@ def describe(samples: list[Sample], start: float, cores: int) -> str:
     samples = sorted({*samples[::step], peak}, key=lambda s: s.at)
     lines = [
         f"peak 1-min load {peak.load1:.1f} on {cores} cores at +{peak.at - start:.0f}s "
-        f"({peak.runnable} runnable, {peak.ray_heads} Ray heads on the machine)"
+        f"({peak.runnable} runnable, {peak.ray_heads} Ray heads on the machine; "
+        f"running: {busiest(peak)})"
     ]
     lines += [
         f"+{s.at - start:6.0f}s  load {s.load1:5.1f}  runnable {s.runnable:3d}  "
-        f"Ray heads {s.ray_heads}"
+        f"Ray heads {s.ray_heads}  running: {busiest(s)}"
         for s in samples
     ]
     return "\n".join(lines)
 
 
 SAMPLER = Sampler()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Unless given on the command line: once more, and only on Ray's start-up timeout.
+    if config.option.reruns is None:
+        config.option.reruns = 1
+    if config.option.only_rerun is None:
+        config.option.only_rerun = [RAY_START_TIMEOUT]
+    # The short summary names each test run again, with the failure that made it so.
+    if "R" not in config.option.reportchars and "A" not in config.option.reportchars:
+        config.option.reportchars += "R"
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
