@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rlark_acceptance.adapters.local.container import free_ports
 from rlark_acceptance.smoke import progress, runner, toy
 from rlark_acceptance.storage import FileStore, verify_checkpoints, verify_event_files
 
@@ -35,12 +36,6 @@ pytest.importorskip("ray")
 CONFIG_NAME = "smoke_ppo_mlp"
 STEP_LINE = re.compile(r"^│ Global Step:\s+(\d+)/(\d+) │ Progress: [█░]+ │\s+\d+\.\d%")
 RUN_TIMEOUT = 180
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _live_members(pgid: int) -> list[int]:
@@ -84,7 +79,9 @@ def ray_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayHead]:
     temp_dir = tmp_path_factory.mktemp("ray")
     if len(str(temp_dir)) > 40:
         temp_dir = Path(tempfile.mkdtemp(prefix="rkray-", dir="/tmp"))
-    port = free_port()
+    # Fixed default ports would collide with another head on this machine; six ports picked
+    # one by one could collide with each other, which Ray refuses.
+    port, *others = free_ports(6)
     cmd = [
         str(Path(sys.executable).with_name("ray")),
         "start",
@@ -94,12 +91,20 @@ def ray_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayHead]:
         "--include-dashboard=false",
         "--disable-usage-stats",
         f"--temp-dir={temp_dir}",
-        # Fixed default ports would collide with another head on this machine.
-        f"--dashboard-port={free_port()}",
-        f"--dashboard-agent-listen-port={free_port()}",
-        f"--dashboard-agent-grpc-port={free_port()}",
-        f"--runtime-env-agent-port={free_port()}",
-        f"--metrics-export-port={free_port()}",
+        *(
+            f"--{flag}={p}"
+            for flag, p in zip(
+                (
+                    "dashboard-port",
+                    "dashboard-agent-listen-port",
+                    "dashboard-agent-grpc-port",
+                    "runtime-env-agent-port",
+                    "metrics-export-port",
+                ),
+                others,
+                strict=True,
+            )
+        ),
     ]
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     # Loopback only: otherwise Ray binds to the machine's interface address.
@@ -332,7 +337,7 @@ def test_step_seconds_slows_every_step_but_the_last(
 def test_fails_fast_without_a_ray_head(tmp_path: Path) -> None:
     # A port nobody listens on: RAY_ADDRESS pins the lookup, so another head on this
     # machine cannot be picked up by address discovery.
-    run = run_smoke(tmp_path / "nohead", [], f"127.0.0.1:{free_port()}")
+    run = run_smoke(tmp_path / "nohead", [], f"127.0.0.1:{free_ports(1)[0]}")
     assert run.returncode == 3, run.log[-4000:]
     assert "no Ray head is reachable at 127.0.0.1:" in run.log
     assert "ray start --head" in run.log
@@ -448,7 +453,7 @@ def test_probe_tells_a_listening_head_from_none() -> None:
         server.listen()
         probe(f"127.0.0.1:{server.getsockname()[1]}")
     with pytest.raises(NoRayHeadError, match=r"no Ray head is reachable at 127\.0\.0\.1:"):
-        probe(f"127.0.0.1:{free_port()}", timeout=2)
+        probe(f"127.0.0.1:{free_ports(1)[0]}", timeout=2)
     with pytest.raises(NoRayHeadError, match="not host:port"):
         probe("nonsense")
 

@@ -137,7 +137,7 @@ def init_spec(
                 temp_dir=RAY_TEMP_DIR,
                 # Every port Ray would otherwise take from fixed defaults is picked free, so
                 # this head never collides with another one on the machine.
-                ports={flag: free_port() for flag in _RAY_PORTS},
+                ports=dict(zip(_RAY_PORTS, free_ports(len(_RAY_PORTS)), strict=True)),
             ),
         ),
         status_fd=-1,
@@ -187,17 +187,28 @@ def mount_spec(m: WorkerMount) -> MountSpec:
     )
 
 
-def free_port() -> int:
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct ports of ``_PORT_RANGE`` free on loopback now: Ray refuses a head two
+    of whose components are given one port ("... is trying to use a port number that is
+    used by other components"), which six independent picks were, now and then."""
     rng = random.SystemRandom()
-    for _ in range(200):
+    picked: list[int] = []
+    for _ in range(200 * n):
+        if len(picked) == n:
+            return picked
         port = rng.randrange(*_PORT_RANGE)
+        if port in picked:
+            continue
         with socket.socket() as s:
             try:
                 s.bind(("127.0.0.1", port))
             except OSError:
                 continue
-            return port
-    raise ContainerError("no free port for the Ray head between 20000 and 32000")
+        picked.append(port)
+    if len(picked) == n:
+        return picked
+    low, high = _PORT_RANGE
+    raise ContainerError(f"no {n} free ports for the Ray head between {low} and {high}")
 
 
 def python_paths(python: str) -> list[str]:
