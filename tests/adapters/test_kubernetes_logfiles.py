@@ -8,17 +8,24 @@ numbered lines through several rotations, is in ``test_kubernetes_faults.py``.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
+from dataclasses import dataclass
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rlark_acceptance.adapters.kubernetes import logfiles
 from rlark_acceptance.adapters.kubernetes.logcursor import Gap, stamp_key
 from rlark_acceptance.adapters.kubernetes.logfiles import (
     Chain,
     Segment,
+    continued,
     first_stamp,
     keys_before,
 )
+from rlark_acceptance.adapters.kubernetes.stream import LineSplitter
 
 
 def at(s: str) -> str:
@@ -131,19 +138,201 @@ def test_a_jump_of_the_stamps_is_a_skipped_file_unless_probes_saw_every_file() -
     assert not holed.watched(gap)
 
 
-def test_a_segment_handing_lines_to_a_busy_consumer_is_never_idle() -> None:
-    """The rotated file's reader waits on Step 6 (busy reading a checkpoint) longer than the
-    idle bound while the next file has lines: it is not at its file's end, and cutting it
-    then would lose the rest of its file without a word. Idle counts from the handing."""
+def rotated_once() -> tuple[Chain, Segment, Segment]:
+    """The follow has a line of the first file, the second file's reader one of its own."""
     chain = Chain()
     follow = chain.head
     chain.take(follow, lines(("01", "a")))
     seg = chain.add(at("05"))
     assert seg is not None
     chain.take(seg, lines(("05", "e")))
+    return chain, follow, seg
+
+
+def test_a_segment_handing_lines_to_a_busy_consumer_is_never_idle() -> None:
+    """The rotated file's reader waits on Step 6 (busy reading a checkpoint) longer than the
+    idle bound while the next file has lines: it is not at its file's end, and cutting it
+    then would lose the rest of its file without a word. Idle counts from the handing."""
+    chain, follow, _ = rotated_once()
     with chain.handing(follow):
         follow.arrived = time.monotonic() - logfiles.FILE_IDLE_SECONDS - 0.1
         assert chain.stalled() == [] and not follow.complete
     assert chain.stalled() == [], "idle from the handing's end, not from the lines' arrival"
     follow.arrived = time.monotonic() - logfiles.FILE_IDLE_SECONDS - 0.1
     assert chain.stalled() == [follow]
+
+
+def test_a_segment_is_not_cut_while_the_next_one_got_nothing_either() -> None:
+    """This process (or the kubelet, or the API server) held off the CPU for longer than
+    the idle bound: every reader is idle alike, and the older file's may still have lines
+    on their way. It is at its file's end only once the next file's reader got lines after
+    its own last ones, or after the longer bound of a Worker silent since the rotation."""
+    chain, follow, seg = rotated_once()
+    now = time.monotonic()
+    follow.arrived = now - logfiles.FILE_IDLE_SECONDS - 0.5
+    seg.arrived = follow.arrived + 0.2  # both held off together
+    assert chain.stalled() == []
+    follow.arrived = now - logfiles.FILE_SILENT_SECONDS - 0.1
+    seg.arrived = follow.arrived + 0.2  # the Worker silent since the rotation
+    assert chain.stalled() == [follow]
+
+
+# --- lines cut by a rotation into partial entries ---------------------------------------------
+# containerd replaces a container's logger when the kubelet rotates its log: the old one ends
+# its file with the part of the line in flight as a partial entry, the new one starts the next
+# file with the rest (and any line over 16 KiB is stored in partial entries anyway).
+@dataclass(frozen=True)
+class Entry:
+    """One entry of a CRI log file: a line's part (``partial``: no newline after it)."""
+
+    stamp: str
+    text: str
+    partial: bool = False
+
+
+def served(files: list[list[Entry]], start: int, upto: int | None = None) -> str:
+    """What the kubelet's log reader (cri-client ReadLogs, with timestamps) writes reading
+    ``files[start]`` and, as a follow does, the files after it up to ``upto``: each entry's
+    text, prefixed by its stamp only where a line begins (after an entry that ended one)."""
+    out, new = [], True
+    for entries in files[start:upto]:
+        for e in entries:
+            out.append((f"{e.stamp} " if new else "") + e.text + ("" if e.partial else "\n"))
+            new = not e.partial
+    return "".join(out)
+
+
+def read(chain: Chain, seg: Segment, body: str, *, file_end: bool, chunk: int = 7) -> list[str]:
+    """A reader of ``seg`` given ``body`` in chunks, as the observer reads: its texts, and
+    (``file_end``: it stops at its file's end) the text after the last newline as its tail."""
+    split, texts = LineSplitter(), []
+    for i in range(0, len(body), chunk):
+        batch = split.feed(body[i : i + chunk])
+        if batch:
+            n, _ = chain.take(seg, batch)
+            texts += [line.partition(" ")[2] for line in batch[:n]]
+            if n < len(batch):
+                return texts  # the next file's lines: this segment is whole
+    if file_end and split.rest:
+        seg.tail = split.rest.partition(" ")[2]
+    return texts
+
+
+def drained(chain: Chain, texts: dict[int, list[str]]) -> list[str]:
+    """The lines in the order the observation puts them: each segment's after the one
+    before, its first ones ``continued``."""
+    out = list(texts[0])
+    for i, (prev, seg) in enumerate(itertools.pairwise(chain.segments), start=1):
+        out += continued(prev, seg, texts[i])
+    return out
+
+
+# Two files: "a", then a line whose head ("x" * 32, two partial entries) is the first file's
+# end and whose rest ("yyyy") is the second file's first entry, then "b".
+CUT = [
+    [Entry(at("01"), "a"), *(Entry(at(s), "x" * 16, partial=True) for s in ("02", "02.1"))],
+    [Entry(at("03"), "yyyy"), Entry(at("04"), "b")],
+]
+
+
+def two_readers(
+    files: list[list[Entry]], *, crossed: bool, second: str | None = None
+) -> tuple[Chain, dict[int, list[str]]]:
+    """The follow on the first file (``crossed``: read on into the second, as the kubelet
+    serves a follow; else stopped at its file's end) and a reader of the second file of its
+    own (given ``second``, else all of it), as the observer drives them."""
+    chain = Chain()
+    follow = chain.head
+    seg = chain.add(files[1][0].stamp)
+    assert seg is not None
+    first = read(chain, follow, served(files, 0, None if crossed else 1), file_end=not crossed)
+    body = served(files, 1) if second is None else second
+    return chain, {0: first, 1: read(chain, seg, body, file_end=False)}
+
+
+def test_a_line_cut_between_its_partial_entries_by_a_rotation_is_joined_once() -> None:
+    """A line in partial entries with the rotation between two of them: the older file's
+    reader stops at its end with the line's head, the next file's reader starts with its
+    rest (stamped as a line of its own)."""
+    chain, texts = two_readers(CUT, crossed=False)
+    assert texts[1][0] == "yyyy" and chain.segments[0].tail == "x" * 32
+    assert drained(chain, texts) == ["a", "x" * 32 + "yyyy", "b"]
+
+
+def test_a_follow_that_read_on_into_the_next_file_has_the_whole_line_once() -> None:
+    """The older file's reader is a follow that went on into the next file: the kubelet
+    joined the line's parts itself, and the next file's first line is that line's end."""
+    chain, texts = two_readers(CUT, crossed=True)
+    assert texts[0] == ["a", "x" * 32 + "yyyy"] and texts[1] == ["yyyy", "b"]
+    assert drained(chain, texts) == ["a", "x" * 32 + "yyyy", "b"]
+
+
+def test_a_follow_that_read_on_past_whole_lines_drops_nothing() -> None:
+    files = [[Entry(at("01"), "a"), Entry(at("02"), "b")], [Entry(at("03"), "b")]]
+    chain, texts = two_readers(files, crossed=True)
+    assert drained(chain, texts) == ["a", "b", "b"]  # the same text twice, as written
+
+
+def test_a_line_s_head_whose_rest_was_rotated_away_is_put_alone() -> None:
+    """The next file's reader came too late for its file's first lines (said as rotated
+    away): the older file's last line is put as far as it was read, nothing joined to it."""
+    gone = served(CUT, 1).partition("\n")[2]  # its first line rotated away before it was read
+    chain, texts = two_readers(CUT, crossed=False, second=gone)
+    assert chain.segments[1].gapped
+    assert drained(chain, texts) == ["a", "x" * 32, "b"]
+
+
+@dataclass(frozen=True)
+class Written:
+    """A log as the runtime stored it (entries at most ``MAX`` characters, a longer line in
+    partial ones), the rotations between entries, and how each file's reader ended."""
+
+    lines: list[str]
+    files: list[list[Entry]]
+    crossed: list[bool]
+
+
+MAX = 4
+
+
+@st.composite
+def written(draw: st.DrawFn) -> Written:
+    texts = draw(st.lists(st.text("ab", min_size=1, max_size=3 * MAX), min_size=1, max_size=12))
+    # The log ends with a whole line after the last rotation (see ``continued``).
+    texts.append("end")
+    entries: list[Entry] = []
+    for text in texts:
+        parts = [text[i : i + MAX] for i in range(0, len(text), MAX)]
+        for j, part in enumerate(parts):
+            stamp = f"2026-12-01T09:40:{len(entries):02d}Z"
+            entries.append(Entry(stamp, part, partial=j < len(parts) - 1))
+    picked = draw(st.sets(st.integers(1, len(entries)), max_size=4))
+    cuts = sorted(c for c in picked if c < len(entries) - 1)  # a file's first entry
+    files = [entries[a:b] for a, b in itertools.pairwise([0, *cuts, len(entries) - 1])]
+    files[-1].append(entries[-1])
+    crossed = draw(st.lists(st.booleans(), min_size=len(files) - 1, max_size=len(files) - 1))
+    return Written(texts, files, crossed)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(written())
+def test_every_line_is_put_once_whole_wherever_the_rotations_fall(log: Written) -> None:
+    """Any lines, any rotations between entries, each older file's reader either stopping
+    at its end or reading on into the files after it: every line once, whole, in order."""
+    chain = Chain()
+    for entries in log.files[1:]:
+        assert chain.add(entries[0].stamp) is not None
+    texts: dict[int, list[str]] = {}
+    for i, seg in enumerate(chain.segments):
+        last = i == len(chain.segments) - 1
+        crossed = not last and log.crossed[i]
+        body = served(log.files, i, None if crossed else i + 1)
+        texts[i] = read(chain, seg, body, file_end=not crossed)
+    assert drained(chain, texts) == log.lines
+
+
+def test_a_line_splitter_keeps_what_follows_the_last_newline() -> None:
+    split = LineSplitter()
+    assert split.feed(b"ab") == [] and split.rest == "ab"
+    assert split.feed("c\nd\ne") == ["abc", "d"] and split.rest == "e"
+    assert split.feed(b"\n") == ["e"] and split.rest == ""

@@ -42,9 +42,14 @@ ARRIVING_SECONDS = 1.0
 # its 10 s between size checks.
 WATCH_GAP_SECONDS = 3.0
 PROBES_KEPT = 3600
-# A segment whose reader delivered nothing for this long while the next one has lines is
-# at its rotated file's end.
+# A segment whose reader delivered nothing for this long while the next one's reader got
+# lines is at its rotated file's end: the kubelet and the API server served the next file
+# meanwhile, and this process read it.
 FILE_IDLE_SECONDS = 2.0
+# ... and with no lines for the next one meanwhile either (the Worker silent since the
+# rotation, or this process, the kubelet or the API server held off a loaded machine's CPU,
+# when the idle time says nothing of the file), after this long.
+FILE_SILENT_SECONDS = 10.0
 # A segment's lines are kept in memory up to this much, then written to its spool file.
 SPOOL_BYTES = 1 << 20
 # Bytes asked of the current file: enough for a first line's stamp.
@@ -107,6 +112,15 @@ class Segment:
     # whatever the time since its last lines arrived.
     handing: bool = False
     drained: bool = False  # its spool has been put; a line spooled later is put at once
+    # Where its file ends inside a line: the text its reader got after the last newline, the
+    # head of the next file's first line. A rotation cuts the line in flight (containerd
+    # replaces the container's logger, and the old one ends its file with the part it has as
+    # a partial entry); a line over containerd's 16 KiB is stored in partial entries anyway.
+    tail: str | None = None
+    first: str | None = None  # the first line it took, as read (stamped)
+    last_line: str | None = None  # the last line it took, as read
+    cut: str | None = None  # the first line it read that is the next segment's, as read
+    gapped: bool = False  # its file's first lines had been rotated away when it was read
     _spool: IO[bytes] | None = None
     _size: int = 0
     _pending: list[bytes] = field(default_factory=list)
@@ -225,6 +239,10 @@ class Chain:
             if n:
                 seg.last = last or seg.last
                 seg.arrived = time.monotonic()
+                seg.first = seg.first or stamped[0]
+                seg.last_line = stamped[n - 1]
+            if n < len(stamped) and seg.cut is None:
+                seg.cut = stamped[n]
         if not n or not first_take or seg.stamp is None or seg.start is None:
             return n, None
         first = stamped[0].partition(" ")[0]
@@ -232,6 +250,7 @@ class Chain:
             later = first != seg.stamp and stamp_key(first) > seg.start
         except ValueError:
             later = False
+        seg.gapped = later
         return n, Gap(seg.stamp, first) if later else None
 
     def behind(self) -> bool:
@@ -274,11 +293,19 @@ class Chain:
                 seg.arrived = time.monotonic()
 
     def stalled(self) -> list[Segment]:
-        """Segments read to their file's end: idle for ``FILE_IDLE_SECONDS`` while the
-        next one has lines (a reader at the end of a rotated file waits for a write that
-        never comes); each marked complete once. A reader handing lines on is not idle:
+        """Segments read to their file's end (a reader at the end of a rotated file waits
+        for a write that never comes), each marked complete once: idle for
+        ``FILE_IDLE_SECONDS`` while the next one's reader got lines, or for
+        ``FILE_SILENT_SECONDS`` while it has lines. A reader handing lines on is not idle:
         cut then, the rest of its file would be lost without a word."""
         now = time.monotonic()
+
+        def at_end(seg: Segment, nxt: Segment) -> bool:
+            idle = now - seg.arrived
+            return idle >= FILE_SILENT_SECONDS or (
+                idle >= FILE_IDLE_SECONDS and nxt.arrived - seg.arrived >= FILE_IDLE_SECONDS
+            )
+
         with self._lock:
             found = [
                 seg
@@ -286,7 +313,7 @@ class Chain:
                 if not (seg.done or seg.complete or seg.handing)
                 and seg.arrived
                 and nxt.last is not None
-                and now - seg.arrived >= FILE_IDLE_SECONDS
+                and at_end(seg, nxt)
             ]
             for seg in found:
                 seg.complete = True
@@ -312,3 +339,41 @@ class Chain:
         with self._lock:
             at = self.segments.index(seg)
             return self.segments[at + 1] if at + 1 < len(self.segments) else None
+
+
+def continued(prev: Segment, seg: Segment, texts: list[str]) -> list[str]:
+    """``seg``'s first texts as they follow ``prev``'s, where ``prev``'s file ended inside a
+    line (``Segment.tail``: stored in partial entries, and the kubelet stamps only a line's
+    first entry, and starts every read at a new line):
+
+    - ``prev``'s reader stopped at its file's end: its ``tail`` is that line's head, and
+      ``seg``'s first line, read from its file's first entry, the rest: joined into one;
+    - ``prev``'s reader went on into ``seg``'s file (its follow, which the kubelet joins
+      across files) and took the whole line: ``seg``'s first line is that line's end again,
+      which ``prev`` never read as a line of its own (the first line of ``seg``'s file it
+      cut is another): dropped;
+    - ``seg``'s file had lost its first lines (rotated away unread, already said): ``prev``'s
+      tail is put as a line of its own, cut short;
+    - ``seg``'s file holds no line of its own (``texts`` empty once it is done), only more of
+      that line (one longer than a whole file): its tail goes on from ``prev``'s, or, where
+      ``prev`` read the line whole, is dropped, ``prev``'s ending passed on; either for the
+      segment after it (this is why ``seg`` is changed).
+    """
+    if not texts:
+        if prev.tail is not None and seg.tail is not None:
+            seg.tail = prev.tail + seg.tail
+            return []
+        whole = prev.last_line.partition(" ")[2] if prev.last_line else ""
+        cut = prev.cut.partition(" ")[0] if prev.cut is not None else seg.stamp
+        if cut != seg.stamp and seg.first is None and seg.tail and seg.tail in whole:
+            seg.tail, seg.cut, seg.last_line = None, prev.cut, prev.last_line
+            return []
+        return [prev.tail] if prev.tail is not None else []
+    if prev.tail is not None:
+        return [prev.tail + texts[0], *texts[1:]] if not seg.gapped else [prev.tail, *texts]
+    first, cut, last = seg.first, prev.cut, prev.last_line
+    if first is None or cut is None or last is None or first == cut:
+        return texts
+    end = first.partition(" ")[2]
+    whole = last.partition(" ")[2]
+    return texts[1:] if len(whole) > len(end) and whole.endswith(end) else texts

@@ -47,10 +47,12 @@ from rlark_acceptance.adapters.kubernetes.logfiles import (
     PROBE_SECONDS,
     Chain,
     Segment,
+    continued,
     first_stamp,
 )
 from rlark_acceptance.adapters.kubernetes.stream import (
     Item,
+    LineSplitter,
     Reach,
     Stopper,
     api_message,
@@ -304,12 +306,17 @@ class Observer:
                 self._read_log(pod, chain, first, self.obs.put_lines)
             finally:
                 first.finish()
-            seg = chain.after(first)
+            prev, seg = first, chain.after(first)
             while seg is not None and not self.stopper.stopped:
+                joined = False
                 for batch, written in seg.spooled(self.stopper.event):
+                    if not joined:
+                        batch, joined = continued(prev, seg, batch), True
                     with self._handing_on():
                         self.obs.put_lines(batch, written)
-                seg = chain.after(seg)
+                if not joined and (rest := continued(prev, seg, [])):  # no line of its own
+                    self.obs.put_lines(rest, None)
+                prev, seg = seg, chain.after(seg)
         finally:
             if not self.stopper.stopped:
                 self._log_read()
@@ -414,29 +421,44 @@ class Observer:
                 self._log_resps.discard(resp)
                 continue
             whole = False
+            # A text after the stream's last newline is a line still being written (read
+            # again by the next request), or, at a rotated file's end, the head of the line
+            # the Worker was writing when the kubelet rotated its log (the runtime's logger
+            # for the old file ends with it as a partial entry; the next segment's first
+            # line is its rest).
+            split = LineSplitter()
             try:
-                for batch in batches(resp):
+                for batch in batches(resp, split):
                     self._last_data = time.monotonic()
                     if not self._take(batch, cursor, chain, seg, put):
                         return  # the next file's reader has the rest
                 whole = True
             except Exception as e:  # closed under it by a stop or a cut; HTTP/OS errors retried
-                if self.stopper.stopped or seg.complete:
+                if self.stopper.stopped:
+                    return
+                if seg.complete:
+                    self._file_ends(seg, split)
                     return
                 if not isinstance(e, urllib3.exceptions.HTTPError | OSError):
                     raise
                 if self._cut.is_set() and seg.end is not None:
-                    return  # cut idle at its rotated file's end: the next segment has the rest
+                    # Cut idle at its rotated file's end: the next segment has the rest.
+                    self._file_ends(seg, split)
+                    return
                 if not (self._cut.is_set() and not final) and self._unreachable(e):
                     return
             finally:
                 seg.resp = None
                 self._log_resps.discard(resp)
                 self.stopper.unregister(resp)
-            if whole and seg.end is not None and (self._over or self._cut.is_set()):
+            rotated_end = whole and seg.end is not None and (self._over or self._cut.is_set())
+            if rotated_end or seg.complete:
+                self._file_ends(seg, split)
                 return  # closed at its rotated file's end: the next segment has the rest
-            if (final and whole) or seg.complete:
-                return  # read to the end of a container that has exited, or of its file
+            if final and whole:
+                if split.rest:  # the log's last line, written without a newline
+                    self._take([split.rest], cursor, chain, seg, put)
+                return  # read to the end of a container that has exited
             if whole and self._over and not self._cut.is_set():
                 # The kubelet closed the follow: the container has exited. A follower that
                 # fell behind was still on a rotated file, whose end is not the log's: read
@@ -447,6 +469,14 @@ class Observer:
                 # Closed before the Worker is known to be over (the API server or kubelet
                 # restarting): follow again from the last line.
                 self.stopper.event.wait(0.2)
+
+    @staticmethod
+    def _file_ends(seg: Segment, split: LineSplitter) -> None:
+        """``seg``'s reader is at its file's end: what it read after the last newline is the
+        head of the next file's first line (``logfiles.continued`` joins them)."""
+        rest = split.rest
+        if rest:
+            seg.tail = rest.partition(" ")[2] if first_stamp(rest) is not None else rest
 
     def _take(
         self,

@@ -256,17 +256,35 @@ class Stopper:
                 resp.shutdown()
 
 
-def batches(resp: Any) -> Iterator[list[str]]:
-    """The lines of a streamed body as they arrive, a batch per chunk read (a last line
-    without newline too): a log is handed on a chunk at a time, not a line at a time."""
-    buf = b""
+class LineSplitter:
+    """A streamed body's whole lines, chunk by chunk; what follows the last newline is kept
+    in ``rest`` until its newline arrives (or the body ends without one)."""
+
+    def __init__(self) -> None:
+        self._buf = b""
+
+    def feed(self, chunk: bytes | str) -> list[str]:
+        self._buf += chunk if isinstance(chunk, bytes) else str(chunk).encode()
+        *done, self._buf = self._buf.split(b"\n")
+        return b"\n".join(done).decode("utf-8", "replace").split("\n") if done else []
+
+    @property
+    def rest(self) -> str:
+        return self._buf.decode("utf-8", "replace")
+
+
+def batches(resp: Any, split: LineSplitter | None = None) -> Iterator[list[str]]:
+    """The lines of a streamed body as they arrive, a batch per chunk read: a log is handed
+    on a chunk at a time, not a line at a time. A last line without newline comes last,
+    unless the caller gave ``split``, in whose ``rest`` it stays for the caller to judge: a
+    log file that ends without one was cut inside a line the runtime wrote in parts."""
+    own = split or LineSplitter()
     for chunk in resp.stream(amt=None, decode_content=False):
-        buf += chunk if isinstance(chunk, bytes) else str(chunk).encode()
-        *done, buf = buf.split(b"\n")
+        done = own.feed(chunk)
         if done:
-            yield b"\n".join(done).decode("utf-8", "replace").split("\n")
-    if buf:
-        yield [buf.decode("utf-8", "replace")]
+            yield done
+    if split is None and own.rest:
+        yield [own.rest]
 
 
 def lines(resp: Any) -> Iterator[str]:
