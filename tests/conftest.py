@@ -10,12 +10,13 @@ the runnable tasks, which commands they belong to and how many Ray heads (``gcs_
 processes) the machine holds; a failed test's report gets those of its own span as a section
 ("machine load"), beside its captured output.
 
-A test whose failure quotes that timeout (Ray's message, or the failure class the harness
-names it by) is run once more (pytest-rerunfailures, ``R`` in the progress line and counted
-as rerun in the summary): no test here puts that fault in on purpose, and the harness's
-verdict on it is tested by its own tests (tests/rlinf/test_failures.py). The suite runs of
-tests/run/ repeat themselves on the same fault, judged by their run record
-(``again_if_ray_start_timed_out``). Any other failure fails at once.
+A test here whose failure quotes that timeout (Ray's message, or the failure class the
+harness names it by) is run once more (pytest-rerunfailures' ``flaky`` marker, ``R`` in the
+progress line, ``RERUN`` in the short summary): no test here puts that fault in on purpose,
+and the harness's verdict on it is tested by its own tests (tests/rlinf/test_failures.py).
+The suite runs of tests/run/ repeat themselves on the same fault, judged by their run
+record (``again_if_ray_start_timed_out``). Any other failure fails at once, and the
+acceptance suite's scenarios never run twice, in whatever session they are.
 """
 
 from __future__ import annotations
@@ -143,14 +144,19 @@ SAMPLER = Sampler()
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    # Unless given on the command line: once more, and only on Ray's start-up timeout.
-    if config.option.reruns is None:
-        config.option.reruns = 1
-    if config.option.only_rerun is None:
-        config.option.only_rerun = [RAY_START_TIMEOUT]
-    # The short summary names each test run again, with the failure that made it so.
+    # The short summary names each test that ran again.
     if "R" not in config.option.reportchars and "A" not in config.option.reportchars:
         config.option.reportchars += "R"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # The tests here alone (a session may hold the acceptance suite too, whose scenarios'
+    # verdicts are the product's and never run twice): once more, only on Ray's start-up
+    # timeout, unless a test says otherwise.
+    here = Path(__file__).resolve().parent
+    for item in items:
+        if item.path.is_relative_to(here) and item.get_closest_marker("flaky") is None:
+            item.add_marker(pytest.mark.flaky(reruns=1, only_rerun=[RAY_START_TIMEOUT]))
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

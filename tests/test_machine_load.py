@@ -85,11 +85,10 @@ def test_the_rerun_rule_knows_ray_s_message_and_the_class_that_names_it() -> Non
 
 
 def test_only_a_test_failing_on_ray_s_start_timeout_runs_once_more(tmp_path: Path) -> None:
-    """With this conftest, as ``./run tests`` runs: a module fixture and a test that fail once
-    quoting the timeout pass on their second run; any other failure fails at once."""
-    (tmp_path / "conftest.py").write_text((HERE / "conftest.py").read_text())
-    (tmp_path / "test_runs.py").write_text(
-        f"""
+    """With this conftest: a module fixture and a test of its folder that fail once quoting
+    the timeout pass on their second run; any other failure fails at once, and so does a
+    test of another folder in the same session (the acceptance suite's scenarios)."""
+    once = f"""
 import pytest
 from pathlib import Path
 
@@ -98,6 +97,20 @@ def once(name):
     first = not mark.exists()
     mark.touch()
     return first
+"""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "features").mkdir()
+    (tmp_path / "tests" / "conftest.py").write_text((HERE / "conftest.py").read_text())
+    (tmp_path / "features" / "test_scenario.py").write_text(
+        once
+        + """
+def test_a_scenario():
+    assert not once("scenario"), "6.3: The current node timed out during startup."
+"""
+    )
+    (tmp_path / "tests" / "test_runs.py").write_text(
+        once
+        + """
 
 @pytest.fixture(scope="module")
 def head():
@@ -114,7 +127,7 @@ def test_another_failure():
 """
     )
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", str(tmp_path)],
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "tests", "features"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -122,7 +135,8 @@ def test_another_failure():
     )
     out = run.stdout
     assert run.returncode == 1, out
-    assert "1 failed, 2 passed, 2 rerun" in out, out
-    assert "FAILED test_runs.py::test_another_failure" in out, out
-    assert "RERUN test_runs.py::test_behind_the_fixture" in out, out
-    assert "RERUN test_runs.py::test_the_class" in out, out
+    assert "2 failed, 2 passed, 2 rerun" in out, out
+    assert "FAILED tests/test_runs.py::test_another_failure" in out, out
+    assert "FAILED features/test_scenario.py::test_a_scenario" in out, out
+    assert "RERUN tests/test_runs.py::test_behind_the_fixture" in out, out
+    assert "RERUN tests/test_runs.py::test_the_class" in out, out

@@ -606,7 +606,9 @@ def run_child_until(job: Job, tmp_path: Path, sig: signal.Signals) -> tuple[str,
     try:
         assert child.stdout is not None
         ready = child.stdout.readline().split()
-        assert ready[:1] == ["READY"], [*ready, child.stdout.read()[-2000:]]
+        # A string, which pytest does not shorten: the log's end says why (and Ray's own
+        # start-up timeout there has the test run again, tests/conftest.py).
+        assert ready[:1] == ["READY"], " ".join(ready) + "\n" + child.stdout.read()[-3000:]
         uid, scratch = ready[1], Path(ready[2])
         assert marker_pids(uid) and scratch.is_dir()
         child.send_signal(sig)
@@ -709,7 +711,7 @@ def test_a_store_that_dies_while_6_5_waits_fails_6_5_with_the_cause(
         profile, tmp_path, monkeypatch, lambda p: p.check == "6.4" and p.status == "passed"
     )
     first = rec.earliest_failure
-    assert killed and first is not None, rec.phases
+    assert killed and first is not None, f"{rec.phases}"  # whole: pytest shortens an object
     # The steps (T.1) wait on a Worker hung on its dead mount: named after two missed
     # answers of the store; then 6.5 cannot read the location either (its bounded retries).
     assert first.check == "6.5" and red - killed[0] < 30, (first, red - killed[0])
@@ -733,7 +735,7 @@ def test_a_store_killed_before_the_first_signal_is_named_not_the_rlinf_config(
         profile, tmp_path, monkeypatch, lambda p: p.check == "6.3" and p.status == "passed"
     )
     first = rec.earliest_failure
-    assert killed and first is not None, rec.phases
+    assert killed and first is not None, f"{rec.phases}"  # whole: pytest shortens an object
     assert first.check == "6.4", (first, rec.log_excerpt())
     # The Worker hangs on its mount (s3fs retries) or dies of EIO: either way the store.
     assert "[mount-io-error" in first.message, first.message
