@@ -385,11 +385,12 @@ def test_lines_rotated_away_while_the_api_server_is_down_are_named_in_every_form
 
 @pytest.mark.xfail(
     strict=False,
-    reason="a known loss of the Kubernetes observation on a loaded machine: beside a real "
-    "RLinf run at a load of 35-39 on 2 cores it missed 268,345 lines mid-log and the last "
-    "781,570 (one CI run), while ten runs in a row on a quiet machine read every line once, "
-    "whole; the idle clocks that cut a stream are the suspects, and the observation as one "
-    "state machine is what mends it",
+    reason="a known loss of the Kubernetes observation on a loaded machine: beside real RLinf "
+    "runs at a load of 10-37 on 2 cores, 3 of 8 runs failed (5 lines at a file boundary "
+    "missing without a word; a 40 KB line split at a rotation; a jump over files that had "
+    "readers of their own said as 'may be missing', its probes 3.4 s apart where the rule "
+    "needs 3 s), where 4 of 4 on a quiet machine read every line once, whole; the "
+    "observation as one state machine is what mends it",
 )
 def test_every_line_of_300_mb_is_read_once_in_order(
     cluster: KubeEnv, s3_env: S3Env, tmp_path: Path
@@ -435,9 +436,12 @@ def test_every_line_of_300_mb_is_read_once_in_order(
         print(
             f"{got} of {n} numbered lines in {elapsed:.0f} s ({got * 100 / elapsed / 1e6:.1f} MB/s)"
         )
-        assert not bad, bad[:10]
-        assert got == n
-        assert not [e for e in warned if e.source == "rlark-acceptance"], warned
+        # Whether a loss was said, and where, goes with any failure: a loss said is the
+        # record's own account, a silent one the worst the observation can do.
+        said = [e.message[:200] for e in warned if e.source == "rlark-acceptance"]
+        assert not bad, f"{bad[:10]}; said: {said}"
+        assert got == n, f"{got} of {n} lines, the last ones missing; said: {said}"
+        assert not said
         adapter.delete(ref)
     finally:
         adapter.close()

@@ -177,6 +177,57 @@ def test_a_segment_is_not_cut_while_the_next_one_got_nothing_either() -> None:
     assert chain.stalled() == [follow]
 
 
+def test_only_the_newest_reader_on_the_current_file_is_closed_for_its_last_read() -> None:
+    """The Worker is over and its newest reader idle: it reads the rest in one request only
+    if its file is the current one; a reader of a rotated file never is (that request reads
+    the current file: the rest of its own would be lost)."""
+    chain, follow, seg = rotated_once()
+    assert not chain.close_head(follow, at("05"))  # a rotated file's reader
+    assert not chain.close_head(follow, None, anyway=True)
+    assert chain.close_head(seg, at("05")) and seg.final and not follow.final
+    assert chain.add(at("09")) is None, "no segment after a final one"
+
+
+def test_a_newest_reader_behind_the_current_file_is_not_closed() -> None:
+    """Held off the CPU while the kubelet rotated: the current file is a later one than the
+    newest reader's. That file gets a reader of its own, and the newest reader goes on to
+    its own file's end."""
+    chain = Chain()
+    follow = chain.head
+    chain.take(follow, lines(("01", "a")))
+    assert not chain.close_head(follow, at("05")) and not follow.final
+    seg = chain.add(at("05"))
+    assert seg is not None and follow.end == stamp_key(at("05"))
+    assert chain.close_head(seg, at("05"))  # its own file starts there: the current one
+
+
+def test_a_newest_reader_is_closed_where_the_current_file_has_no_stamped_line() -> None:
+    chain = Chain()
+    assert chain.close_head(chain.head, None) and chain.head.final
+
+
+def test_the_newest_readers_idle_time_is_its_own_and_nil_while_it_hands_lines_on() -> None:
+    chain, follow, seg = rotated_once()
+    seg.arrived = time.monotonic() - 5
+    follow.arrived = time.monotonic()  # another reader's lines are not this one's
+    head, idle = chain.idle()
+    assert head is seg and idle >= 5
+    with chain.handing(seg):
+        assert chain.idle()[1] == 0.0
+
+
+def test_a_reader_held_off_the_cpu_for_seconds_is_still_chased() -> None:
+    """Its lines are old and it delivered none for 5 s (a loaded machine): the current file
+    is still asked for, or a file could be rotated past with no reader."""
+    chain = Chain()
+    follow = chain.head
+    chain.take(follow, [f"{time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(time.time() - 30))}Z a"])
+    follow.arrived = time.monotonic() - 5
+    assert chain.behind()
+    follow.arrived = time.monotonic() - logfiles.ARRIVING_SECONDS - 1  # the Worker silent
+    assert not chain.behind()
+
+
 # --- lines cut by a rotation into partial entries ---------------------------------------------
 # containerd replaces a container's logger when the kubelet rotates its log: the old one ends
 # its file with the part of the line in flight as a partial entry, the new one starts the next

@@ -36,8 +36,10 @@ from rlark_acceptance.adapters.kubernetes.logcursor import Gap, stamp_key
 PROBE_SECONDS = 1.0
 # A follow whose lines arrive this long after they were stamped is behind the Worker.
 BEHIND_SECONDS = 2.0
-# ... and is still delivering: a Worker that has fallen silent is not one to chase.
-ARRIVING_SECONDS = 1.0
+# ... and has delivered within this long: a Worker that has fallen silent is not one to
+# chase. Long enough that a reader held off a loaded machine's CPU for seconds, behind by
+# files, is still chased: then, above all, a file must not be rotated past unseen.
+ARRIVING_SECONDS = 10.0
 # Probes at most this far apart see every file: the kubelet keeps a file current for at least
 # its 10 s between size checks.
 WATCH_GAP_SECONDS = 3.0
@@ -102,8 +104,12 @@ class Segment:
     start: Key | None
     end: Key | None = None  # the next segment's first line, once there is one
     last: Key | None = None  # the last line taken
-    arrived: float = 0.0  # monotonic time of the last lines taken
+    # Monotonic time of the last lines taken (of its start, before it took any).
+    arrived: float = field(default_factory=time.monotonic)
     done: bool = False
+    # Its file is the current one and the Worker is over: its reader reads the rest in one
+    # request, and no segment comes after it (``Chain.close_head``).
+    final: bool = False
     # Read to its file's end: idle while the next segment has lines, its file rotated
     # (nothing more is written to a file once its successor has a line).
     complete: bool = False
@@ -270,7 +276,7 @@ class Chain:
         key = stamp_key(stamp)
         with self._lock:
             head = self.head
-            if head.done or (head.last is not None and head.last >= key):
+            if head.done or head.final or (head.last is not None and head.last >= key):
                 return None
             if head.start is not None and head.start >= key:
                 return None
@@ -278,6 +284,34 @@ class Chain:
             seg = Segment(stamp, key)
             self.segments.append(seg)
             return seg
+
+    def idle(self) -> tuple[Segment, float]:
+        """The newest segment, and for how long its reader has delivered nothing (0 while it
+        hands lines on)."""
+        with self._lock:
+            head = self.head
+            return head, 0.0 if head.handing else time.monotonic() - head.arrived
+
+    def close_head(self, seg: Segment, current: str | None, *, anyway: bool = False) -> bool:
+        """Mark ``seg`` final if it is the newest segment and its reader is on the current
+        file (whose first line is stamped ``current``, None if it has no stamped line): it
+        has taken that line, or its own file starts there; or ``anyway``. False if the
+        current file may be a later one (it gets a segment of its own, ``add``): cut then,
+        the rest of ``seg``'s file would be lost."""
+        key = None
+        if current is not None:
+            with contextlib.suppress(ValueError):
+                key = stamp_key(current)
+        with self._lock:
+            on_current = (
+                key is None
+                or (seg.last is not None and seg.last >= key)
+                or (seg.start is not None and seg.start >= key)
+            )
+            if seg is not self.head or seg.done or not (on_current or anyway):
+                return False
+            seg.final = True
+            return True
 
     @contextlib.contextmanager
     def handing(self, seg: Segment) -> Iterator[None]:
@@ -311,7 +345,7 @@ class Chain:
                 seg
                 for seg, nxt in zip(self.segments, self.segments[1:], strict=False)
                 if not (seg.done or seg.complete or seg.handing)
-                and seg.arrived
+                and seg.last is not None
                 and nxt.last is not None
                 and at_end(seg, nxt)
             ]

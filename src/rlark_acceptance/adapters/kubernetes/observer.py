@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import urllib3
@@ -43,6 +43,7 @@ from rlark_acceptance.adapters.kubernetes.logcursor import (
     stamp_key,
 )
 from rlark_acceptance.adapters.kubernetes.logfiles import (
+    FILE_SILENT_SECONDS,
     PROBE_BYTES,
     PROBE_SECONDS,
     Chain,
@@ -60,6 +61,7 @@ from rlark_acceptance.adapters.kubernetes.stream import (
     container_started,
     event_of,
     get_json,
+    interrupt,
     is_role,
     list_then_watch,
     pod_status,
@@ -87,9 +89,10 @@ class Watching(Protocol):
 # The API server answers but cannot reach the node's kubelet for this long: the node is
 # named as lost (a kubelet restarting takes a second or two).
 KUBELET_SECONDS = 5.0
-# A Worker that is over and whose followed log delivered nothing for this long: the rest is
-# read in one request (kwok never closes a followed log; a kubelet closes it at its next
-# check after the container's end).
+# A Worker that is over and whose newest log reader delivered nothing for this long, on
+# the current file: the rest is read in one request (kwok never closes a followed log; a
+# kubelet closes it at its next check after the container's end). A reader of a rotated
+# file is never cut so: the kubelet closes it at its file's end, or ``Chain.stalled``.
 IDLE_SECONDS = 1.0
 
 
@@ -111,17 +114,14 @@ class Observer:
         self.node: str | None = None  # the Worker's node, once bound
         self._lock = threading.Lock()
         # The Worker is over (terminal Pod or container). Its observation ends once its log
-        # has been read to the end: _cut tells the follower to stop waiting on a stream
-        # that has gone idle and read the rest in one request.
+        # has been read to the end: the newest reader, once idle on the current file, stops
+        # waiting on its stream and reads the rest in one request (_cut_when_idle).
         self._over = False
         self._ended = False
         self._lost = False
         self._log_done = False
         self._held: PodStatus | None = None  # the terminal status, until the log is read
-        self._cut = threading.Event()
-        self._log_resps: set[Any] = set()  # the log's streams, cut when idle
-        self._last_data = time.monotonic()
-        self._handing = 0  # readers handing lines on to Step 6 now (they may wait on it)
+        self._chain: Chain | None = None  # the log's segments, once it is followed
         self._blind = False
 
     def start(self) -> None:
@@ -211,6 +211,7 @@ class Observer:
             start = self.following is None and head and container_started(pod)
             if start:
                 self.following = status.name
+                self._chain = Chain()
             if head and status.node:
                 self.node = status.node
             # Held back while the log is still being read: put once it has been.
@@ -220,7 +221,8 @@ class Observer:
         if not hold:
             self.obs.put_pod(status)
         if start:
-            self._thread("log", self._follow, status.name)
+            assert self._chain is not None
+            self._thread("log", self._follow, status.name, self._chain)
         if over:
             self._worker_over()
 
@@ -251,22 +253,66 @@ class Observer:
         if following is None:  # its container never started: there is no log to read
             self._end_once()
             return
-        cleanup.spawn(f"k8s-log-idle-{self.ref.name}", self._cut_when_idle)
+        chain = self._chain
+        assert chain is not None
+        cleanup.spawn(
+            f"k8s-log-idle-{self.ref.name}", lambda: self._cut_when_idle(following, chain)
+        )
 
-    def _cut_when_idle(self) -> None:
-        """The container has exited, so its log is complete: once the followed stream has
-        delivered nothing for IDLE_SECONDS, stop following and read the rest at once."""
+    def _cut_when_idle(self, pod: str, chain: Chain) -> None:
+        """The container has exited, so its log is complete: once the newest reader has
+        delivered nothing for IDLE_SECONDS, and its file is the current one, it stops
+        following and reads the rest at once. Where the current file is a later one (a
+        loaded machine held the reader off the CPU while the kubelet rotated), that file
+        gets a reader first, and the newest reader goes on to its own file's end. The idle
+        time is the reader's own, so lines handed on to a busy Step 6 do not count as
+        silence, nor does one reader's quiet cut another."""
         while not self.stopper.stopped and not self._log_done:
-            with self._lock:
-                handing = self._handing
-            idle = 0.0 if handing else time.monotonic() - self._last_data
+            head, idle = chain.idle()
             if idle >= IDLE_SECONDS:
-                self._cut.set()
-                for resp in list(self._log_resps):
+                known, current = self._current_first(pod)
+                if known:
+                    chain.probed.append(time.time())
+                # Unknown (the API server did not answer) past FILE_SILENT_SECONDS: the
+                # reader's own stream is likely down too; its final read says so.
+                anyway = not known and idle >= FILE_SILENT_SECONDS
+                if (known or anyway) and chain.close_head(head, current, anyway=anyway):
                     with contextlib.suppress(Exception):  # a stream already closed
-                        resp.shutdown()
-                return
+                        if head.resp is not None:
+                            interrupt(head.resp)
+                    return
+                if known and current is not None:
+                    self._new_file(pod, chain, current)
+                idle = 0.0
             self.stopper.event.wait(IDLE_SECONDS - idle + 0.05)
+
+    def _current_first(self, pod: str) -> tuple[bool, str | None]:
+        """Whether the current file of the log could be asked for, and the stamp of its
+        first line (None if it has none yet)."""
+        try:
+            resp = open_log(
+                self.adapter.api,
+                self.ref.namespace,
+                pod,
+                follow=False,
+                since=None,
+                timeout=(5, 10),
+                limit=PROBE_BYTES,
+            )
+            try:
+                body = resp.data.decode("utf-8", "replace")
+            finally:
+                resp.release_conn()
+        except (ApiException, urllib3.exceptions.HTTPError, OSError):
+            return False, None  # the readers meet the same API server and kubelet, and say so
+        return True, first_stamp(body)
+
+    def _new_file(self, pod: str, chain: Chain, stamp: str) -> None:
+        """A reader of its own for the file whose first line is stamped ``stamp``, unless the
+        newest reader has that line already."""
+        seg = chain.add(stamp)
+        if seg is not None:
+            self._thread("log-file", self._read_file, pod, chain, seg)
 
     def _on_event(self, kind: str, ev: Item) -> None:
         if kind == "DELETED":  # Events expire; that is not news
@@ -295,10 +341,9 @@ class Observer:
             self.obs.put_event(event_of(ev))
 
     # --- the Worker's log -------------------------------------------------------------------
-    def _follow(self, pod: str) -> None:
+    def _follow(self, pod: str, chain: Chain) -> None:
         """The log in order: the follow, then each file a reader of its own took while
         the follow was behind (``logfiles.py``)."""
-        chain = Chain()
         first = chain.head
         try:
             self._thread("log-files", self._probe_files, pod, chain)
@@ -312,8 +357,7 @@ class Observer:
                 for batch, written in seg.spooled(self.stopper.event):
                     if not joined:
                         batch, joined = continued(prev, seg, batch), True
-                    with self._handing_on():
-                        self.obs.put_lines(batch, written)
+                    self.obs.put_lines(batch, written)
                 if not joined and (rest := continued(prev, seg, [])):  # no line of its own
                     self.obs.put_lines(rest, None)
                 prev, seg = seg, chain.after(seg)
@@ -328,30 +372,15 @@ class Observer:
             for idle in chain.stalled():
                 with contextlib.suppress(Exception):  # a stream already closed
                     if idle.resp is not None:
-                        idle.resp.shutdown()
+                        interrupt(idle.resp)
             if chain.head.done or not chain.behind():
                 continue
-            try:
-                resp = open_log(
-                    self.adapter.api,
-                    self.ref.namespace,
-                    pod,
-                    follow=False,
-                    since=None,
-                    timeout=(5, 10),
-                    limit=PROBE_BYTES,
-                )
-                try:
-                    body = resp.data.decode("utf-8", "replace")
-                finally:
-                    resp.release_conn()
-            except (ApiException, urllib3.exceptions.HTTPError, OSError):
-                continue  # the follow meets the same API server and kubelet, and says so
-            stamp = first_stamp(body)
+            known, stamp = self._current_first(pod)
+            if not known:
+                continue
             chain.probed.append(time.time())
-            seg = chain.add(stamp) if stamp is not None else None
-            if seg is not None:
-                self._thread("log-file", self._read_file, pod, chain, seg)
+            if stamp is not None:
+                self._new_file(pod, chain, stamp)
 
     def _read_file(self, pod: str, chain: Chain, seg: Segment) -> None:
         def put(lines: list[str], written: float | None) -> None:
@@ -379,7 +408,7 @@ class Observer:
         cursor = LogCursor()
         kubelet_down: float | None = None
         while not self.stopper.stopped and not seg.complete:
-            final = self._cut.is_set()
+            final = seg.final
             cursor.resume()
             try:
                 resp = open_log(
@@ -414,11 +443,10 @@ class Observer:
             kubelet_down = None
             if not self.stopper.register(resp):
                 return
-            self._log_resps.add(resp)
             seg.resp = resp
-            if self._cut.is_set() and not final:  # cut between the request and now
+            if seg.final and not final:  # cut between the request and now
+                seg.resp = None
                 self.stopper.unregister(resp)
-                self._log_resps.discard(resp)
                 continue
             whole = False
             # A text after the stream's last newline is a line still being written (read
@@ -429,7 +457,6 @@ class Observer:
             split = LineSplitter()
             try:
                 for batch in batches(resp, split):
-                    self._last_data = time.monotonic()
                     if not self._take(batch, cursor, chain, seg, put):
                         return  # the next file's reader has the rest
                 whole = True
@@ -441,30 +468,29 @@ class Observer:
                     return
                 if not isinstance(e, urllib3.exceptions.HTTPError | OSError):
                     raise
-                if self._cut.is_set() and seg.end is not None:
-                    # Cut idle at its rotated file's end: the next segment has the rest.
-                    self._file_ends(seg, split)
-                    return
-                if not (self._cut.is_set() and not final) and self._unreachable(e):
+                if not (seg.final and not final) and self._unreachable(e):
                     return
             finally:
                 seg.resp = None
-                self._log_resps.discard(resp)
                 self.stopper.unregister(resp)
-            rotated_end = whole and seg.end is not None and (self._over or self._cut.is_set())
-            if rotated_end or seg.complete:
+            if whole and self._over and seg.end is None and not seg.final:
+                # The kubelet closed the follow at its file's end: the container has exited.
+                # A reader that fell behind was on a rotated file, whose end is not the
+                # log's: the current file gets a reader of its own; else this one reads
+                # what it holds after the last line delivered.
+                # Unknown (no answer): read what the current file holds, as before a probe.
+                _, current = self._current_first(pod)
+                if not chain.close_head(seg, current) and current is not None:
+                    self._new_file(pod, chain, current)
+            if (whole and seg.end is not None and self._over) or seg.complete:
                 self._file_ends(seg, split)
                 return  # closed at its rotated file's end: the next segment has the rest
             if final and whole:
                 if split.rest:  # the log's last line, written without a newline
                     self._take([split.rest], cursor, chain, seg, put)
                 return  # read to the end of a container that has exited
-            if whole and self._over and not self._cut.is_set():
-                # The kubelet closed the follow: the container has exited. A follower that
-                # fell behind was still on a rotated file, whose end is not the log's: read
-                # what the current file holds after the last line delivered.
-                self._cut.set()
-                continue
+            if seg.final:
+                continue  # read the rest at once
             if whole:
                 # Closed before the Worker is known to be over (the API server or kubelet
                 # restarting): follow again from the last line.
@@ -499,23 +525,9 @@ class Observer:
             ours = n == len(new)
             new = [line.partition(" ")[2] for line in new[:n]]
         if new:
-            with chain.handing(seg), self._handing_on():
+            with chain.handing(seg):
                 put(new, seg.written)
         return ours
-
-    @contextlib.contextmanager
-    def _handing_on(self) -> Iterator[None]:
-        """Lines handed on to Step 6, which may be busy elsewhere (reading a checkpoint,
-        listing Pods) and keep the reader waiting: the log is not idle meanwhile, and its
-        idle time counts from when they were taken."""
-        with self._lock:
-            self._handing += 1
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._handing -= 1
-                self._last_data = time.monotonic()
 
     def _unreachable(self, e: BaseException) -> bool:
         """A transport failure reading the log: True (and lost) past the API server's bound."""

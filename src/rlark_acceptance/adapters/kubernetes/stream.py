@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -251,9 +252,24 @@ class Stopper:
             self.event.set()
             responses = list(self._open)
         for resp in responses:
-            # Shutting the socket's read side down makes the blocked reader see the end.
             with contextlib.suppress(Exception):  # a stream already closed
-                resp.shutdown()
+                interrupt(resp)
+
+
+def interrupt(resp: Any) -> None:
+    """End a read of ``resp`` blocked in another thread: its socket's read side is shut
+    down, and the reader gets what was queued, then the end.
+
+    Not through ``HTTPResponse.shutdown``: on a TLS socket that is ``ssl.SSLSocket.shutdown``,
+    which drops the TLS state first, so the reader got the bytes still queued as they came,
+    ciphertext read as the log (a chunk length of TLS record bytes; a stamp of binary bytes
+    that stopped a rotated file's reader). The kernel's socket is shut down under the TLS
+    state instead, which reads what is queued and then meets the end."""
+    sock = getattr(getattr(resp, "_sock_shutdown", None), "__self__", None)
+    if isinstance(sock, socket.socket):
+        socket.socket.shutdown(sock, socket.SHUT_RD)
+    else:
+        resp.shutdown()
 
 
 class LineSplitter:
