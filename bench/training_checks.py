@@ -6,7 +6,9 @@ Runs Step 6 of the profile ``--runs`` times with its training checks as they are
 many times with ``training: false`` (the baseline), in turn, in one process, and prints the
 median time from the submission to Step 6's end (the Worker deleted, the outputs settled),
 the ratio of the two, and where the difference goes: the wait from 6.4 to the last step
-(T.1), the scalars' reading (T.2) and the checkpoints' tensors (T.3).
+(T.1), the scalars' reading (T.2) and the checkpoints' tensors (T.3); and the checks' own
+work: the time spent in every reading of the scalars and of the tensors, the rest of T.2 and
+T.3 being a wait for the Worker to end (its TensorBoard writer flushes when it closes).
 
 Needs the S3 server of the test services (``testenv/testenv up s3`` and
 ``eval "$(testenv/testenv env)"``), as the acceptance suite does.
@@ -20,6 +22,7 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "src")]
@@ -27,10 +30,33 @@ sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 from rlark_acceptance.adapters import open_adapter  # noqa: E402
 from rlark_acceptance.model.training import OFF  # noqa: E402
 from rlark_acceptance.preflight.entry import preflight_profile  # noqa: E402
-from rlark_acceptance.run.step6 import confirm_running, plan_for  # noqa: E402
+from rlark_acceptance.run.step6 import (  # noqa: E402
+    confirm_running,
+    engine,
+    plan_for,
+)
+
+# Seconds spent in the checks' own readings during the current run.
+READING: list[float] = []
+
+
+def timed(fn: Any) -> Any:
+    def reading(*args: Any, **kw: Any) -> Any:
+        t0 = time.monotonic()
+        try:
+            return fn(*args, **kw)
+        finally:
+            READING.append(time.monotonic() - t0)
+
+    return reading
+
+
+engine.scalars_at = timed(engine.scalars_at)
+engine.checkpoints_at = timed(engine.checkpoints_at)
 
 
 def one(profile: Path, *, training: bool) -> tuple[float, dict[str, float]]:
+    READING.clear()
     pre = preflight_profile(profile)
     assert pre.verdict == "pass" and pre.profile is not None, pre
     profile_ = pre.profile if training else replace(pre.profile, training=OFF)
@@ -55,6 +81,7 @@ def main() -> int:
     on: list[float] = []
     off: list[float] = []
     parts: dict[str, list[float]] = {"T.1": [], "T.2": [], "T.3": []}
+    reading: list[float] = []
     one(args.profile, training=True)  # warm-up: the first run's imports and caches
     for _ in range(args.runs):
         total, at = one(args.profile, training=True)
@@ -62,6 +89,7 @@ def main() -> int:
         parts["T.1"].append(at["T.1"] - at["6.4"])
         parts["T.2"].append(at["T.2"] - at["T.1"])
         parts["T.3"].append(at["T.3"] - at["6.5"])
+        reading.append(sum(READING))
         off.append(one(args.profile, training=False)[0])
     m_on, m_off = statistics.median(on), statistics.median(off)
     print(f"Step 6, submission to its end, median of {args.runs} ({args.profile.name}):")
@@ -77,6 +105,11 @@ def main() -> int:
     print(
         f"  T.2 + T.3 (the checks' reading)    : median {statistics.median(own):.2f} s, "
         f"{100 * share:.1f} % of the run with them"
+    )
+    share = statistics.median(r / t for r, t in zip(reading, on, strict=True))
+    print(
+        f"  the checks' own readings (scalars and tensors, every time): median "
+        f"{statistics.median(reading):.2f} s, {100 * share:.1f} % of the run with them"
     )
     for check, values in parts.items():
         what = {
