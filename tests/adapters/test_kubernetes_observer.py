@@ -38,7 +38,7 @@ class Scripted(Observer):
         self.current = current
         self.started: list[Segment] = []
 
-    def _current_first(self, pod: str) -> tuple[bool, str | None]:
+    def _current_first(self, pod: str, chain: Chain) -> tuple[bool, str | None]:
         return True, self.current
 
     def _thread(self, what: str, fn: Any, *args: Any, **kw: Any) -> None:

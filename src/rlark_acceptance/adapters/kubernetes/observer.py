@@ -270,9 +270,7 @@ class Observer:
         while not self.stopper.stopped and not self._log_done:
             head, idle = chain.idle()
             if idle >= IDLE_SECONDS:
-                known, current = self._current_first(pod)
-                if known:
-                    chain.probed.append(time.time())
+                known, current = self._current_first(pod, chain)
                 # Unknown (the API server did not answer) past FILE_SILENT_SECONDS: the
                 # reader's own stream is likely down too; its final read says so.
                 anyway = not known and idle >= FILE_SILENT_SECONDS
@@ -286,9 +284,10 @@ class Observer:
                 idle = 0.0
             self.stopper.event.wait(IDLE_SECONDS - idle + 0.05)
 
-    def _current_first(self, pod: str) -> tuple[bool, str | None]:
+    def _current_first(self, pod: str, chain: Chain) -> tuple[bool, str | None]:
         """Whether the current file of the log could be asked for, and the stamp of its
-        first line (None if it has none yet)."""
+        first line (None if it has none yet). An answer is noted in ``chain.probed``: it saw
+        the file current then (``Chain.watched``)."""
         try:
             resp = open_log(
                 self.adapter.api,
@@ -305,6 +304,7 @@ class Observer:
                 resp.release_conn()
         except (ApiException, urllib3.exceptions.HTTPError, OSError):
             return False, None  # the readers meet the same API server and kubelet, and say so
+        chain.probed.append(time.time())
         return True, first_stamp(body)
 
     def _new_file(self, pod: str, chain: Chain, stamp: str) -> None:
@@ -375,11 +375,8 @@ class Observer:
                         interrupt(idle.resp)
             if chain.head.done or not chain.behind():
                 continue
-            known, stamp = self._current_first(pod)
-            if not known:
-                continue
-            chain.probed.append(time.time())
-            if stamp is not None:
+            known, stamp = self._current_first(pod, chain)
+            if known and stamp is not None:
                 self._new_file(pod, chain, stamp)
 
     def _read_file(self, pod: str, chain: Chain, seg: Segment) -> None:
@@ -476,10 +473,10 @@ class Observer:
             if whole and self._over and seg.end is None and not seg.final:
                 # The kubelet closed the follow at its file's end: the container has exited.
                 # A reader that fell behind was on a rotated file, whose end is not the
-                # log's: the current file gets a reader of its own; else this one reads
-                # what it holds after the last line delivered.
-                # Unknown (no answer): read what the current file holds, as before a probe.
-                _, current = self._current_first(pod)
+                # log's: the current file gets a reader of its own; else (that file is its
+                # own, or the API server did not answer) this one reads what the current
+                # file holds after the last line delivered.
+                _, current = self._current_first(pod, chain)
                 if not chain.close_head(seg, current) and current is not None:
                     self._new_file(pod, chain, current)
             if (whole and seg.end is not None and self._over) or seg.complete:
