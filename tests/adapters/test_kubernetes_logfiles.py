@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hypothesis import given, settings
@@ -122,20 +123,37 @@ def test_a_segment_idle_at_its_rotated_files_end_is_complete() -> None:
     assert chain.stalled() == []  # once
 
 
+def stamp(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1e9):09d}Z"
+
+
 def test_a_jump_of_the_stamps_is_a_skipped_file_unless_probes_saw_every_file() -> None:
-    chain = Chain()
     now = time.time()
-    gap = Gap(
-        time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - 8)),
-        time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - 4)),
-        jump=True,
-    )
-    assert not chain.watched(gap)  # no probe at all
-    chain.probed.extend(now - 10 + i for i in range(9))  # one a second, around the gap
-    assert chain.watched(gap)
-    holed = Chain()
-    holed.probed.extend([now - 10, now - 9, now - 3, now - 2])  # none for 6 s within it
-    assert not holed.watched(gap)
+    gap = Gap(stamp(now - 30), stamp(now - 2), jump=True)
+
+    def watched(probes: Sequence[tuple[float, float]], end: float | None = None) -> bool:
+        chain = Chain()
+        chain.probed.extend((now + sent, now + answered) for sent, answered in probes)
+        return chain.watched(gap, None if end is None else stamp_key(stamp(now + end)))
+
+    assert not watched([])  # 28 s without a probe: a file may have been current unseen
+    assert watched([(-31 + i, -31 + i + 0.2) for i in range(31)])  # one a second throughout
+    # Answers 6.5 s apart on a loaded machine: no file is current for less than 10 s.
+    assert watched([(-31 + 6.5 * i, -31 + 6.5 * i + 0.1) for i in range(6)])
+    # A hole of 11 s between two probes: a whole file may have come and gone in it.
+    assert not watched([(-31 + i, -31 + i + 0.1) for i in range(8)] + [(-13, -13), (-5, -5)])
+    # A probe is taken at its request against a later moment, at its answer against an
+    # earlier one: answers 5 s apart, but the second's request was sent 10 s before its
+    # answer, so it may have seen its file before the first did, 10 s before the third.
+    every_5 = [(-31, -30), (-26, -25), (-21, -20), (-16, -15), (-11, -10), (-6, -5), (-3, -2)]
+    assert watched(every_5)
+    assert not watched([every_5[0], (-35, -25), *every_5[2:]])
+    # The jump's window ends at the next segment's first line: its file has a reader of its
+    # own, and files after it are that reader's (probes stopped once the follow kept up).
+    assert watched([(-31 + i, -31 + i + 0.2) for i in range(12)], end=-21)
+    assert not watched([(-31 + i, -31 + i + 0.2) for i in range(5)], end=-15)
+    assert watched([], end=-30.5)  # past the segment's own lines altogether
+    assert not watched([(-40 + i, -40 + i) for i in range(9)], end=-20)  # all before it
 
 
 def rotated_once() -> tuple[Chain, Segment, Segment]:

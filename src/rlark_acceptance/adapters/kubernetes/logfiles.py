@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import bisect
 import contextlib
-import itertools
 import os
 import tempfile
 import threading
@@ -40,9 +39,11 @@ BEHIND_SECONDS = 2.0
 # chase. Long enough that a reader held off a loaded machine's CPU for seconds, behind by
 # files, is still chased: then, above all, a file must not be rotated past unseen.
 ARRIVING_SECONDS = 10.0
-# Probes at most this far apart see every file: the kubelet keeps a file current for at least
-# its 10 s between size checks.
-WATCH_GAP_SECONDS = 3.0
+# Probes at most this far apart see every file. The kubelet rotates a log only at its size
+# checks (containerLogMonitorInterval, 10 s, counted from the end of the last check), so a
+# file stays current for at least 10 s; 3 s spare for the node's clock, which stamps the
+# lines, against this process's, which times the probes.
+WATCH_GAP_SECONDS = 7.0
 PROBES_KEPT = 3600
 # A segment whose reader delivered nothing for this long while the next one's reader got
 # lines is at its rotated file's end: the kubelet and the API server served the next file
@@ -222,8 +223,10 @@ class Chain:
 
     def __init__(self) -> None:
         self.segments: list[Segment] = [Segment(None, None)]
-        # When the current file was last asked for, successfully (wall-clock times).
-        self.probed: deque[float] = deque(maxlen=PROBES_KEPT)
+        # The current file's first line asked for, successfully: when each request was sent
+        # and when its answer came (wall-clock times). The file it names was current at some
+        # moment between the two, which one is not known.
+        self.probed: deque[tuple[float, float]] = deque(maxlen=PROBES_KEPT)
         self._lock = threading.Lock()
 
     @property
@@ -353,20 +356,34 @@ class Chain:
                 seg.complete = True
             return found
 
-    def watched(self, gap: Gap) -> bool:
-        """Whether every file current between the gap's two lines was seen by a probe (one
-        succeeded at most ``WATCH_GAP_SECONDS`` apart throughout): a jump of the stamps
-        then skipped no file, it is the Worker's own silence."""
+    def watched(self, gap: Gap, end: Key | None = None) -> bool:
+        """Whether no file can have been current unseen between the gap's two lines, up to
+        ``end`` (the next segment's first line: a later file has a reader of its own): the
+        jump of the stamps then skipped no file, it is the Worker's own silence.
+
+        The line before the jump was written to a file current then, the line after it (or
+        ``end``) to one current then, and each probe saw the file current at some moment
+        between its request and its answer. A file is current for at least 10 s, so one was
+        skipped only where two of these moments can lie over ``WATCH_GAP_SECONDS`` apart:
+        a probe's moment is taken as its request's time against a later moment, as its
+        answer's against an earlier one."""
         try:
-            a, b = stamp_key(gap.after)[0], stamp_key(gap.before)[0]
+            a, b = stamp_key(gap.after), stamp_key(gap.before)
         except ValueError:
             return False
+        if end is not None:
+            if end <= a:
+                return True  # the jump lies past this segment's lines: later readers have them
+            b = min(b, end)
+        start, stop = a[0] + a[1] / 1e9, b[0] + b[1] / 1e9
         with self._lock:
-            times = list(self.probed)
-        inside = [t for t in times if a - WATCH_GAP_SECONDS <= t <= b + WATCH_GAP_SECONDS]
-        if not inside or inside[0] > a or inside[-1] < b:
-            return False
-        return all(y - x <= WATCH_GAP_SECONDS for x, y in itertools.pairwise(inside))
+            probes = sorted(p for p in self.probed if start <= p[1] and p[0] <= stop)
+        latest = start  # the latest moment a file was last seen, at the earliest
+        for sent, answered in probes:
+            if answered - latest > WATCH_GAP_SECONDS:
+                return False
+            latest = max(latest, sent)
+        return stop - latest <= WATCH_GAP_SECONDS
 
     def after(self, seg: Segment) -> Segment | None:
         """The segment after ``seg``, once ``seg`` is done; None if it was the last."""

@@ -286,8 +286,9 @@ class Observer:
 
     def _current_first(self, pod: str, chain: Chain) -> tuple[bool, str | None]:
         """Whether the current file of the log could be asked for, and the stamp of its
-        first line (None if it has none yet). An answer is noted in ``chain.probed``: it saw
-        the file current then (``Chain.watched``)."""
+        first line (None if it has none yet). An answer is noted in ``chain.probed`` with its
+        request's time: it saw the file current between the two (``Chain.watched``)."""
+        sent = time.time()
         try:
             resp = open_log(
                 self.adapter.api,
@@ -304,7 +305,7 @@ class Observer:
                 resp.release_conn()
         except (ApiException, urllib3.exceptions.HTTPError, OSError):
             return False, None  # the readers meet the same API server and kubelet, and say so
-        chain.probed.append(time.time())
+        chain.probed.append((sent, time.time()))
         return True, first_stamp(body)
 
     def _new_file(self, pod: str, chain: Chain, stamp: str) -> None:
@@ -512,7 +513,7 @@ class Observer:
         """Put the batch's new lines that are ``seg``'s; False once a line of the next
         file's segment is read (this segment is whole)."""
         new, gap = cursor.take_batch(batch, raw=cursor.stamped is not False)
-        if gap is not None and not (gap.jump and chain.watched(gap)):
+        if gap is not None and not (gap.jump and chain.watched(gap, seg.end)):
             self._rotated(gap)
         ours = True
         if cursor.stamped and new:
