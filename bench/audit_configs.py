@@ -63,7 +63,7 @@ def hydra_anchor(paths: list[Path], env: dict[Path, dict[str, str]]) -> tuple[fl
                 warnings.simplefilter("ignore")
                 with initialize_config_dir(config_dir=str(path.parent), version_base="1.1"):
                     compose(config_name=path.stem)
-        except Exception:
+        except Exception:  # any: whatever Hydra raises, the config is one it refuses
             refused.append(path)
         finally:
             os.environ.clear()

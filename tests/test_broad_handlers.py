@@ -1,9 +1,9 @@
 """A handler that catches everything (``except Exception``, ``except BaseException``, a bare
 ``except``, ``contextlib.suppress(Exception)``) hides the error it catches unless it says why
-it may. Each one in the code that
-runs a verdict either passes the error on (a bare ``raise`` in its body: clean up, then
-re-raise; or a ``raise`` of the error it becomes) or carries its reason on its own line, as a
-comment. A new one without either fails here, naming its file and line."""
+it may. Each one, in the code that runs a verdict and in its tests, benchmarks and docs
+scripts, either passes the error on (a bare ``raise`` in its body: clean up, then re-raise; or
+a ``raise`` of the error it becomes) or carries its reason on its own line, as a comment. A new
+one without either fails here, naming its file and line."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TREES = ("src", "fixtures", "steps", "testenv", "conftest.py")
+TREES = ("src", "fixtures", "steps", "testenv", "conftest.py", "bench", "docs", "tests")
 BROAD = {"Exception", "BaseException"}
 
 

@@ -238,7 +238,7 @@ def schedulable_again(kube_env: KubeEnv, within: float = 180.0) -> None:
     deadline = time.monotonic() + within
     placed = False
     while not placed:
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(Exception):  # any: the API server restarting; asked again
             try:
                 got = core.read_namespaced_pod(name, ns)
             except client.ApiException as e:

@@ -59,9 +59,9 @@ def cluster(kube_env: KubeEnv, s3_env: S3Env) -> Iterator[KubeEnv]:
     try:
         yield kube_env
     finally:
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(Exception):  # any: it may be running; the next test checks
             kube_env.start_apiserver()
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(Exception):  # as above
             kube_env.start_kubelet()
         remove_jobs(kube_env, kube_env.namespace)
         schedulable_again(kube_env)
@@ -85,7 +85,7 @@ def remove_jobs(kube_env: KubeEnv, ns: str, within: float = 90.0) -> None:
             )
             if not core.list_namespaced_pod(ns, label_selector=JOB_NAME_LABEL).items:
                 return
-        except Exception:
+        except Exception:  # any: the API server may be restarting; past the deadline, raised
             if time.monotonic() > deadline:
                 raise
         if time.monotonic() > deadline:
