@@ -36,6 +36,7 @@ from rlark_acceptance.adapters import (
     Observation,
     PodChanged,
     PodStatus,
+    cleanup,
     open_adapter,
 )
 from rlark_acceptance.adapters.local.adapter import LocalAdapter
@@ -452,6 +453,35 @@ def test_pod_filesystem_mounts_and_environment(
     assert store.read("sub/obj.txt") == b"object\n"
     assert s3_chain.secret_key not in t.log() and s3_chain.access_key not in t.log()
     clear_prefix(store)  # type: ignore[arg-type]
+
+
+def test_a_worker_submitted_from_a_thread_that_blocks_signals_is_stopped_by_its_sigterm(
+    adapter: LocalAdapter, s3_chain: Any, tmp_path: Path
+) -> None:
+    """Runs side by side are submitted from threads that block SIGINT and SIGTERM (only the
+    main thread takes them: ``cleanup.spawn``), and a process inherits the signals its parent
+    blocks, through ``unshare`` too. Deleted, such a Pod must still get its SIGTERM, as a
+    Kubernetes Pod does: its run script's trap runs and s3fs flushes what it holds before
+    the mount goes. Blocked, the init waited out its grace and was SIGKILLed, the Pod with it."""
+    prefix = unique("acceptance/local-term")
+    job, text = write_job(
+        tmp_path,
+        unique("term"),
+        "trap 'echo stopped > /mnt/ckpt/on-term.txt; exit 0' TERM\necho waiting\n"
+        "sleep 300 &\nwait\n",
+        mounts=[s3_mount(s3_chain.bucket, prefix)],
+    )
+    refs: list[JobRef] = []
+    cleanup.spawn("submit-side-by-side", lambda: refs.append(adapter.submit(job, text))).join(60)
+    (ref,) = refs
+    watch(adapter.observe(ref), lambda t: "waiting" in t.lines)
+    adapter.delete(ref)
+    from rlark_acceptance.adapters.local.s3 import client
+
+    store = S3Store(client(), s3_chain.bucket, prefix)
+    assert [o.key for o in store.list()] == ["on-term.txt"], "the run script's TERM trap never ran"
+    assert store.read("on-term.txt") == b"stopped\n"
+    clear_prefix(store)
 
 
 def test_missing_host_path_keeps_the_pod_from_starting(

@@ -148,6 +148,12 @@ class Init:
     def run(self) -> int:
         signal.signal(signal.SIGTERM, self.on_term)
         signal.signal(signal.SIGINT, self.on_term)
+        # A process inherits the signals its parent blocks, through unshare too, and the
+        # harness submits runs side by side from threads that block these (only its main
+        # thread takes them): blocked here, delete()'s SIGTERM would never arrive, and the
+        # Pod would be SIGKILLed after its grace, its trap and s3fs's flush never run. After
+        # the handlers: one already pending is handled, not taken by the default action.
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
         s3_targets: list[Path] = []
         try:
             build_root(self.spec)
