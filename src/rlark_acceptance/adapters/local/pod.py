@@ -297,7 +297,8 @@ class PodRun:
 
     # --- deletion -----------------------------------------------------------------------
     def stop(self, grace: float = GRACE_S) -> None:
-        """SIGTERM the init (unshare forwards it), SIGKILL the group after ``grace``."""
+        """SIGTERM the Pod's process group (unshare and its init: the init stops the rest),
+        SIGKILL the group after ``grace``."""
         proc = self.proc
         if proc is not None and proc.poll() is None:
             self.event("Killing", f"Stopping container {CONTAINER}")
