@@ -356,25 +356,22 @@ class Chain:
                 seg.complete = True
             return found
 
-    def watched(self, gap: Gap, end: Key | None = None) -> bool:
-        """Whether no file can have been current unseen between the gap's two lines, up to
-        ``end`` (the next segment's first line: a later file has a reader of its own): the
+    def watched(self, gap: Gap) -> bool:
+        """Whether no file can have been current unseen between the gap's two lines: the
         jump of the stamps then skipped no file, it is the Worker's own silence.
 
-        The line before the jump was written to a file current then, the line after it (or
-        ``end``) to one current then, and each probe saw the file current at some moment
-        between its request and its answer. A file is current for at least 10 s, so one was
-        skipped only where two of these moments can lie over ``WATCH_GAP_SECONDS`` apart:
-        a probe's moment is taken as its request's time against a later moment, as its
-        answer's against an earlier one."""
+        The line before the jump was written to a file current then, the line after it to
+        one current then, and each probe saw the file current at some moment between its
+        request and its answer. A file is current for at least 10 s, so one was skipped
+        only where two of these moments can lie over ``WATCH_GAP_SECONDS`` apart: a probe's
+        moment is taken as its request's time against a later moment, as its answer's
+        against an earlier one. The whole jump counts, also past the next segment's first
+        line: the readers of later files stop at their files' ends, so a file between two
+        of them that no probe saw is lost without any other reader noticing."""
         try:
             a, b = stamp_key(gap.after), stamp_key(gap.before)
         except ValueError:
             return False
-        if end is not None:
-            if end <= a:
-                return True  # the jump lies past this segment's lines: later readers have them
-            b = min(b, end)
         start, stop = a[0] + a[1] / 1e9, b[0] + b[1] / 1e9
         with self._lock:
             probes = sorted(p for p in self.probed if start <= p[1] and p[0] <= stop)

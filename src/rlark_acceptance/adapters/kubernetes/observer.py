@@ -513,7 +513,7 @@ class Observer:
         """Put the batch's new lines that are ``seg``'s; False once a line of the next
         file's segment is read (this segment is whole)."""
         new, gap = cursor.take_batch(batch, raw=cursor.stamped is not False)
-        if gap is not None and not (gap.jump and chain.watched(gap, seg.end)):
+        if gap is not None and not (gap.jump and chain.watched(gap)):
             self._rotated(gap)
         ours = True
         if cursor.stamped and new:
