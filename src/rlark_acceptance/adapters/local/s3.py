@@ -9,6 +9,7 @@ the Pod's scratch, which the init removes as soon as the mount is up.
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +30,37 @@ class StoreUnreachable(S3ConfigError):
     """The bucket of an objectStorage mount does not answer; the message names it."""
 
 
-def client() -> Any:
-    """A client from the standard chain as it is now (not as boto3's default session cached
-    it when first used: the environment may have changed since)."""
+# A new botocore session parses the S3 service model (megabytes of JSON) again: about 60 ms
+# of CPU, and a run makes dozens of clients (every store read, probe and mount), which on the
+# embedded default was a fifth of the suite's CPU. The parsed model does not depend on the
+# environment, only on the data path it is read from, so sessions share one loader per
+# data path; settings and credentials are still resolved afresh by each session.
+_LOADERS: dict[Any, Any] = {}
+_LOADERS_LOCK = threading.Lock()
+
+
+def session() -> Any:
+    """A boto3 session from the standard chain as it is now (not as boto3's default session
+    cached it when first used: the environment may have changed since)."""
     import boto3
+    import botocore.session
+    from botocore.loaders import create_loader
+
+    core = botocore.session.Session()
+    data_path = core.get_config_variable("data_path")
+    with _LOADERS_LOCK:
+        loader = _LOADERS.get(data_path)
+        if loader is None:
+            loader = _LOADERS[data_path] = create_loader(data_path)
+    core.register_component("data_loader", loader)
+    return boto3.session.Session(botocore_session=core)
+
+
+def client() -> Any:
+    """An S3 client of ``session()``."""
     from botocore.config import Config
 
-    return boto3.session.Session().client(
+    return session().client(
         "s3",
         config=Config(
             # Path-style requests work with every S3 server (AWS, MinIO, versitygw...).
@@ -67,10 +92,8 @@ def probe(bucket: str, prefix: str | None) -> None:
 
 def endpoint_for_s3fs(private_dir: Path) -> S3Endpoint:
     """Where s3fs connects, and its passwd file written into ``private_dir`` (mode 0700)."""
-    import boto3
-
     c = client()
-    creds = boto3.Session().get_credentials()
+    creds = session().get_credentials()
     if creds is None:
         raise S3ConfigError(
             "no S3 credentials: set AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or another "
