@@ -58,10 +58,13 @@ def accepted_run(
 @pytest.hookimpl(trylast=True)  # after pytest has set up the item's own fixtures
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """The shared submission is set up before the first Step 6 scenario starts, so the
-    scenario's own time and steps show only what it checks (the run's evidence is global)."""
+    scenario's own time and steps show only what it checks (the run's evidence is global).
+    Once it is made, the self-checks' submissions still to come start side by side."""
     request = getattr(item, "_request", None)
     if needs_accepted_run(item) and request is not None:
         request.getfixturevalue("accepted_run")
+        ahead: SideBySide = request.getfixturevalue("side_by_side")
+        ahead.start_from(item)
 
 
 @given("the default acceptance profile has passed the pre-flight", target_fixture="run")

@@ -115,6 +115,29 @@ def test_side_by_side_each_scenario_has_its_own_jobs_verdict_green_or_red(tmp_pa
     assert s["selfChecks"]["passed"] == 2, s["selfChecks"]
 
 
+def test_the_self_checks_start_as_soon_as_the_profiles_own_run_is_made(tmp_path: Path) -> None:
+    """The profile's own run is made alone; the self-checks' submissions start right after
+    it, beside the scenarios still to come that only read its record, not after the last."""
+    site = site_copy(tmp_path)
+    own_first, own_later = "test_任务列表中出现本次_job", "test_the_runs_metrics_are_real"
+    run = run_suite(
+        site,
+        "-v",
+        "-k",
+        f"{own_first} or {own_later} or prepare_script_fails or dies_before_ray",
+        "--self-checks-at-once",
+        "3",
+    )
+
+    assert run.returncode == 0, run.explain()
+    out = run.output
+    started = out.find("self-checks: 2 submissions side by side")
+    assert started != -1, run.explain()
+    assert out.index(f"::{own_first}") < started < out.index(f"::{own_later}"), out
+    assert "self-checks side by side: 2 of 2 submissions made ahead" in out, run.explain()
+    assert run.summary["verdict"] == "passed", run.summary
+
+
 def test_an_interrupt_while_self_checks_run_side_by_side_leaves_no_worker(tmp_path: Path) -> None:
     """Ctrl-C once the runs are made ahead: the suite ends interrupted and no process of
     any of its Workers is left."""
