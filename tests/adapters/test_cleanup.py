@@ -77,3 +77,45 @@ def test_the_cleanup_runs_then_the_signal_ends_the_run(
 def test_a_second_signal_does_not_cut_the_cleanup_short() -> None:
     code, out = run_child("default", signal.SIGINT, signal.SIGINT, signal.SIGTERM)
     assert (code, out) == (2, ["closing", "closed", "KeyboardInterrupt"])
+
+
+# A part of the program that stops otherwise while it runs (a release, the in-cluster launch)
+# takes the signal through ``cleanup.interrupts``: its callback runs instead of the clean-up,
+# the innermost scope's only; once the scopes are closed the clean-up owns the signal again.
+SCOPED = textwrap.dedent("""
+    import os, signal, sys
+    from rlark_acceptance.adapters import cleanup
+
+    class Adapter:
+        def close(self):
+            print("closed", flush=True)
+            cleanup.unregister(self)
+
+    cleanup.terminate_as_interrupt()
+    cleanup.register(Adapter())
+    with cleanup.interrupts(lambda s: print("outer", signal.Signals(s).name, flush=True)):
+        with cleanup.interrupts(lambda s: print("inner", signal.Signals(s).name, flush=True)):
+            os.kill(os.getpid(), signal.SIGTERM)
+        os.kill(os.getpid(), signal.SIGINT)
+    print("scopes closed", flush=True)
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+        print("carried on", flush=True)
+    except KeyboardInterrupt:
+        print("KeyboardInterrupt", flush=True)
+        sys.exit(2)
+""")
+
+
+def test_a_scope_of_interrupts_takes_the_signal_instead_of_the_cleanup_then_hands_it_back() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", SCOPED], capture_output=True, text=True, timeout=20, check=False
+    )
+    assert done.stdout.splitlines() == [
+        "inner SIGTERM",
+        "outer SIGINT",
+        "scopes closed",
+        "closed",
+        "KeyboardInterrupt",
+    ], done.stderr
+    assert done.returncode == 2, done.stderr

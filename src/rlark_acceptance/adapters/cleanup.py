@@ -12,6 +12,11 @@ SIGINT / SIGTERM, every registered adapter is closed; then the signal ends the r
   raises KeyboardInterrupt, so ``finally`` blocks and pytest's own interrupt handling run.
 
 A signal that arrives while the cleanup runs is ignored: it must not cut the cleanup short.
+
+This module owns the process's SIGINT / SIGTERM handler: a part of the program that stops
+otherwise while it runs (a release stops its profiles' sessions, the in-cluster launch
+stops following its runner) says so with ``interrupts(on_signal)`` instead of a handler of
+its own, so there is one handler and one place that decides what a signal does.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import os
 import signal
 import threading
 import warnings
+from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import Any, Protocol
 
@@ -37,6 +43,8 @@ _closing = threading.Lock()
 _term_interrupts = False
 # What could not be removed, in this process: warnings of the run's record.
 _FAILURES: list[str] = []
+# The ``interrupts`` scopes now open, innermost last: the signal is theirs while one is.
+_SCOPES: list[Callable[[int], None]] = []
 
 
 def register(adapter: _Closable, *, signals: bool = True) -> None:
@@ -83,7 +91,25 @@ def close_all() -> bool:
     return True
 
 
+@contextlib.contextmanager
+def interrupts(on_signal: Callable[[int], None]) -> Iterator[None]:
+    """While inside, SIGINT / SIGTERM call ``on_signal(signum)`` (which may raise) instead
+    of closing every adapter and ending the run. Only from the main thread, where Python
+    runs signal handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        raise RuntimeError("signals are taken by the main thread only")
+    install_handlers()
+    _SCOPES.append(on_signal)
+    try:
+        yield
+    finally:
+        _SCOPES.remove(on_signal)
+
+
 def _on_signal(signum: int, frame: FrameType | None) -> None:
+    if _SCOPES:
+        _SCOPES[-1](signum)
+        return
     if not close_all():
         return  # a second signal while closing: let the first cleanup finish
     previous = _PREVIOUS.get(signum)

@@ -22,13 +22,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 from typing import Any, Protocol
 
 import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from rlark_acceptance.adapters import cleanup
 from rlark_acceptance.adapters.kubernetes.adapter import connect
 from rlark_acceptance.incluster import bundle as bundling
 from rlark_acceptance.incluster import manifests, record
@@ -133,17 +133,13 @@ def _interruptible(stop: _Stop) -> Iterator[None]:
             done.set()
         return
 
-    def handler(signum: int, _frame: FrameType | None) -> None:
+    def on_signal(signum: int) -> None:
         # Raised inside a read of the log, the client may wrap it: the reader asks why.
         stop.why = signal.Signals(signum).name
         raise Interrupted(stop.why)
 
-    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
+    with cleanup.interrupts(on_signal):
         yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
 
 
 def run(
