@@ -484,6 +484,28 @@ def test_a_worker_submitted_from_a_thread_that_blocks_signals_is_stopped_by_its_
     clear_prefix(store)
 
 
+def test_two_workers_at_once_each_have_a_ray_client_server_of_their_own(
+    adapter: LocalAdapter, tmp_path: Path
+) -> None:
+    """The local Pods share this machine's network, so every port a Ray head binds is picked
+    for it. The client server's default, 10001, is bound with SO_REUSEPORT: two heads on it
+    do not fail, they share the connections to it, a Worker reaching the other's head."""
+    script = "pgrep -af ray.util.client.server | grep -o -- ' --port=[0-9]*'\nsleep 300\n"
+    refs: list[JobRef] = []
+    ports: list[int] = []
+    try:
+        for i in range(2):
+            job, text = write_job(tmp_path / f"w{i}", unique("client"), script)
+            refs.append(adapter.submit(job, text))
+        for ref in refs:
+            t = watch(adapter.observe(ref), lambda t: any("--port=" in x for x in t.lines))
+            ports += [int(x.split("=")[1]) for x in t.lines if "--port=" in x]
+    finally:
+        for ref in refs:
+            adapter.delete(ref)
+    assert len(ports) == 2 and len(set(ports)) == 2 and 10001 not in ports, ports
+
+
 def test_missing_host_path_keeps_the_pod_from_starting(
     adapter: LocalAdapter, tmp_path: Path
 ) -> None:

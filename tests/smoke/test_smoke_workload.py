@@ -79,9 +79,10 @@ def ray_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayHead]:
     temp_dir = tmp_path_factory.mktemp("ray")
     if len(str(temp_dir)) > 40:
         temp_dir = Path(tempfile.mkdtemp(prefix="rkray-", dir="/tmp"))
-    # Fixed default ports would collide with another head on this machine; six ports picked
-    # one by one could collide with each other, which Ray refuses.
-    port, *others = free_ports(6)
+    # Fixed default ports would collide with another head on this machine (the client
+    # server's even silently: it binds with SO_REUSEPORT); ports picked one by one could
+    # collide with each other, which Ray refuses.
+    port, *others = free_ports(7)
     cmd = [
         str(Path(sys.executable).with_name("ray")),
         "start",
@@ -100,6 +101,7 @@ def ray_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayHead]:
                     "dashboard-agent-grpc-port",
                     "runtime-env-agent-port",
                     "metrics-export-port",
+                    "ray-client-server-port",
                 ),
                 others,
                 strict=True,

@@ -47,6 +47,9 @@ _CD_WORKSPACE = re.compile(r"(?:^|[\s;&|(])cd\s+['\"]?(/workspace(?:/[^\s;&|)'\"
 # some outgoing connection; this range lies below Linux's ephemeral ports (32768+) and above
 # Ray's own worker ports (10002-19999).
 _PORT_RANGE = (20000, 32000)
+# Every port a head binds at a fixed default: the Pods share this machine's network, so two
+# heads at once would share one. The client server's 10001 is bound with SO_REUSEPORT (gRPC),
+# so a second head does not even fail: connections to it were shared between the two Pods.
 _RAY_PORTS = (
     "--port",
     "--dashboard-port",
@@ -54,6 +57,7 @@ _RAY_PORTS = (
     "--dashboard-agent-grpc-port",
     "--runtime-env-agent-port",
     "--metrics-export-port",
+    "--ray-client-server-port",
 )
 
 
