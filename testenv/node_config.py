@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import string
 from pathlib import Path
+
+import yaml
 
 from testenv import image
 from testenv.node_host import (
@@ -25,6 +28,8 @@ KUBELET_PORT = 10250
 CLOSED_REGISTRY = "http://127.0.0.1:9"
 RUNC = "/usr/sbin/runc"
 CNI_BIN = "/usr/lib/cni"
+# The config files, with ``${name}`` placeholders (string.Template).
+TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
 # --- config files ----------------------------------------------------------------------
@@ -33,143 +38,68 @@ def containerd_config() -> Path:
     return node_dir() / "containerd" / "config.toml"
 
 
+def render(template: str, **values: object) -> str:
+    """A file of ``templates/`` with its ``${name}`` placeholders filled in; a placeholder
+    without a value is a KeyError, never left in the file."""
+    return string.Template((TEMPLATES / template).read_text()).substitute(values)
+
+
+def _as_json(template: str, indent: int | None = None, **values: object) -> str:
+    """A YAML template (commented, unlike the JSON the program reads) written as JSON."""
+    return json.dumps(yaml.safe_load(render(template, **values)), indent=indent)
+
+
 def write_configs(node: NodeState, ca: Path) -> dict[str, Path]:
     d = node_dir()
     cni = d / "cni" / "net.d"
     cni.mkdir(parents=True, exist_ok=True)
-    # Each Pod gets a network namespace of its own (its Ray head binds to its loopback and
-    # cannot collide with another Pod's) and an address on a bridge inside the node's
-    # namespace, which has no route anywhere but the veth pair: no forwarding, no NAT, no
-    # firewall rule; the address bookkeeping stays in the state dir. The one route a Pod
-    # gets is to the Service addresses (node_host.net_up gives the bridge its address, and
-    # they are the node namespace's own): never a default route, and the plugin's
-    # isGateway stays off since it would turn forwarding on.
-    plugin = {
-        "type": "bridge",
-        "bridge": POD_BRIDGE,
-        "isGateway": False,
-        "ipMasq": False,
-        "ipam": {
-            "type": "host-local",
-            "ranges": [[{"subnet": POD_SUBNET, "gateway": POD_GATEWAY}]],
-            "routes": [{"dst": SERVICE_SUBNET}],
-            "dataDir": str(d / "cni" / "ipam"),
-        },
-    }
     (cni / "10-pods.conflist").write_text(
-        json.dumps({"cniVersion": "1.0.0", "name": "rlark-node-pods", "plugins": [plugin]})
+        _as_json(
+            "cni-pods.yaml",
+            bridge=POD_BRIDGE,
+            subnet=POD_SUBNET,
+            gateway=POD_GATEWAY,
+            service_subnet=SERVICE_SUBNET,
+            ipam_dir=d / "cni" / "ipam",
+        )
     )
     hosts = d / "certs.d" / "_default"
     hosts.mkdir(parents=True, exist_ok=True)
-    (hosts / "hosts.toml").write_text(
-        f'server = "{CLOSED_REGISTRY}"\n\n[host."{CLOSED_REGISTRY}"]\n'
-        '  capabilities = ["pull", "resolve"]\n'
-    )
+    (hosts / "hosts.toml").write_text(render("hosts.toml", registry=CLOSED_REGISTRY))
     ctd = containerd_config().parent
-    rt = "plugins.'io.containerd.cri.v1.runtime'"
-    toml = f"""version = 3
-root = "{ctd / "root"}"
-state = "{ctd / "state"}"
-disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs",
-  "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.erofs",
-  "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
-
-[grpc]
-  address = "{sock()}"
-[ttrpc]
-  address = "{sock()}.ttrpc"
-[metrics]
-  address = ""
-
-[plugins]
-  [plugins.'io.containerd.cri.v1.images']
-    snapshotter = "overlayfs"
-    [plugins.'io.containerd.cri.v1.images'.pinned_images]
-      sandbox = "{image.PAUSE_IMAGE}"
-    [plugins.'io.containerd.cri.v1.images'.registry]
-      config_path = "{d / "certs.d"}"
-  [{rt}]
-    enable_selinux = false
-    # This machine kind withholds CAP_SYS_RESOURCE: raising oom_score_adj fails in runc.
-    restrict_oom_score_adj = true
-    # Pod network namespaces under the state dir, not the machine's /run/netns.
-    netns_mounts_under_state_dir = true
-    [{rt}.containerd]
-      default_runtime_name = "runc"
-      [{rt}.containerd.runtimes.runc]
-        runtime_type = "io.containerd.runc.v2"
-        [{rt}.containerd.runtimes.runc.options]
-          SystemdCgroup = false
-          BinaryName = "{RUNC}"
-          Root = "{ctd / "runc"}"
-    [{rt}.cni]
-      bin_dirs = ["{CNI_BIN}"]
-      conf_dir = "{cni}"
-  # NRI's socket defaults to a machine-wide path (/var/run/nri/nri.sock): a second
-  # checkout's node would find it taken. Each node keeps its own beside containerd's.
-  [plugins.'io.containerd.nri.v1.nri']
-    socket_path = "{ctd / "nri.sock"}"
-  [plugins.'io.containerd.grpc.v1.cri']
-    stream_server_address = "127.0.0.1"
-    stream_server_port = "0"
-"""
     ctd.mkdir(parents=True, exist_ok=True)
-    containerd_config().write_text(toml)
-
-    kcfg = {
-        "apiVersion": "kubelet.config.k8s.io/v1beta1",
-        "kind": "KubeletConfiguration",
-        # cgroup v1 (hybrid) here: kubelet >= 1.35 refuses it unless told.
-        "failCgroupV1": False,
-        "cgroupDriver": "cgroupfs",
-        # Pods' cgroups under a root of this state dir's own, never the machine's kubepods.
-        "cgroupRoot": f"/{cgroup_root()}",
-        "containerRuntimeEndpoint": f"unix://{sock()}",
-        "imageServiceEndpoint": f"unix://{sock()}",
-        "address": node.node_ip,
-        "port": KUBELET_PORT,
-        "readOnlyPort": 0,
-        "healthzBindAddress": "127.0.0.1",
-        "healthzPort": 10248,
-        # The API server calls with its kubelet client certificate (x509 against the
-        # cluster CA), then the kubelet asks it (Webhook) whether that user may.
-        "authentication": {
-            "anonymous": {"enabled": False},
-            "webhook": {"enabled": True},
-            "x509": {"clientCAFile": str(ca)},
-        },
-        "authorization": {"mode": "Webhook"},
-        "registerNode": True,
-        "cgroupsPerQOS": True,
-        "enforceNodeAllocatable": ["pods"],
-        # The imported images cannot be pulled again: never collect them; no disk eviction.
-        "imageGCHighThresholdPercent": 100,
-        "imageGCLowThresholdPercent": 99,
-        "evictionHard": {
-            "memory.available": "100Mi",
-            "nodefs.available": "1%",
-            "imagefs.available": "1%",
-            "nodefs.inodesFree": "1%",
-        },
-        "serializeImagePulls": False,
-        "resolvConf": "/etc/resolv.conf",
-        "clusterDomain": "cluster.local",
-        "rotateCertificates": False,
-        "serverTLSBootstrap": False,
-        "podLogsDir": str(d / "pod-logs"),
-        "containerLogMaxSize": "10Mi",
-        "containerLogMaxFiles": 2,
-        "nodeStatusUpdateFrequency": "2s",
-        "syncFrequency": "5s",
-    }
-    (d / "kubelet-config.json").write_text(json.dumps(kcfg, indent=2))
+    containerd_config().write_text(
+        render(
+            "containerd.toml",
+            root=ctd / "root",
+            state=ctd / "state",
+            sock=sock(),
+            pause_image=image.PAUSE_IMAGE,
+            certs=d / "certs.d",
+            runc=RUNC,
+            runc_root=ctd / "runc",
+            cni_bin=CNI_BIN,
+            cni_conf=cni,
+            nri_sock=ctd / "nri.sock",
+        )
+    )
+    (d / "kubelet-config.json").write_text(
+        _as_json(
+            "kubelet-config.yaml",
+            indent=2,
+            cgroup_root=cgroup_root(),
+            sock=sock(),
+            node_ip=node.node_ip,
+            kubelet_port=KUBELET_PORT,
+            ca=ca,
+            pod_logs=d / "pod-logs",
+        )
+    )
     return {"containerd": containerd_config(), "kubelet": d / "kubelet-config.json"}
 
 
 def kubelet_kubeconfig(admin: Path, host_ip: str, port: int) -> Path:
     """The admin kubeconfig, pointed at the forwarder (the API server's name unchanged)."""
-    import yaml
-
     cfg = yaml.safe_load(admin.read_text())
     for c in cfg.get("clusters") or []:
         server = c["cluster"]["server"]
