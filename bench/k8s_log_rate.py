@@ -46,7 +46,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 from bench.k8s_faults import cleared, kube_env  # noqa: E402
 from fixtures.testenv import KubeEnv  # noqa: E402
 from rlark_acceptance.adapters import EventSeen, LogEnded, LogLines, TargetLost, open_adapter  # noqa: E402
-from rlark_acceptance.adapters.base import JobRef  # noqa: E402
+from rlark_acceptance.adapters.base import HARNESS_SOURCE, LOG_READ_AHEAD, JobRef  # noqa: E402
 from rlark_acceptance.model.job import JOB_NAME_LABEL, read_job  # noqa: E402
 from rlark_acceptance.model.profile import load_profile  # noqa: E402
 from rlark_acceptance.run.step6.plan import manifest_of  # noqa: E402
@@ -55,8 +55,6 @@ from testenv import cluster  # noqa: E402
 from tests.adapters.k8s_suite import Site  # noqa: E402
 from tests.adapters.test_kubernetes_faults import LONG, LONG_EVERY, NUMBERED  # noqa: E402
 
-# The source of the harness's own warnings: one of them says lines were lost.
-HARNESS_SOURCE = "rlark-acceptance"
 SAMPLE_S = 0.1  # how often the harness process's RSS and spool are sampled
 CHUNK = 1 << 20  # kubectl's output is read a megabyte at a time
 
@@ -83,6 +81,11 @@ class Tally:
     first_at: float | None = None  # monotonic: one clock for every process of the machine
     last_at: float | None = None
     seen: bytearray = field(default_factory=bytearray, repr=False)
+    cut_lines: list[str] = field(default_factory=list)  # the first few, shortened
+
+    def _cut(self, line: str) -> None:
+        if len(self.cut_lines) < 5:
+            self.cut_lines.append(f"{len(line)} chars: {line[:24]!r}...{line[-24:]!r}")
 
     def __post_init__(self) -> None:
         self.seen = bytearray(self.n)
@@ -101,6 +104,7 @@ class Tally:
                 i = int(line[1:10])
                 if i >= n:
                     cut += 1
+                    self._cut(line)
                     continue
                 if seen[i]:
                     doubled += 1
@@ -111,11 +115,13 @@ class Tally:
                         order += 1
                 if len(line) != (100 if i % LONG_EVERY else LONG):
                     cut += 1
+                    self._cut(line)
                 if self.first is None:
                     self.first = i
                 prev = i
             elif line and set(line) == {"x"}:  # the end of a line cut in two, alone
                 cut += 1
+                self._cut(line)
         self.last = prev
         self.got += got
         self.doubled += doubled
@@ -147,6 +153,7 @@ def observe(namespace: str, name: str, profile_path: str, n: int, timeout: float
     started = time.monotonic()
     tally, said, ended = Tally(n), [], "timeout"
     warnings: list[str] = []
+    ahead = ""  # the observation's own account of its read-ahead
     try:
         obs = adapter.observe(JobRef(name, namespace))
         deadline = started + timeout
@@ -166,6 +173,8 @@ def observe(namespace: str, name: str, profile_path: str, n: int, timeout: float
                 warnings.append(f"{item.event.source}: {item.event.reason}")
                 if item.event.source == HARNESS_SOURCE:
                     said.append(item.event.message[:300])
+            elif isinstance(item, EventSeen) and item.event.reason == LOG_READ_AHEAD:
+                ahead = item.event.message
         ended_at = time.monotonic()
         # Read before the adapter is closed: the peak the kernel kept, not a sample's.
         hwm = _status_kib(os.getpid(), "VmHWM")
@@ -177,6 +186,7 @@ def observe(namespace: str, name: str, profile_path: str, n: int, timeout: float
         "ended_at": ended_at,
         "said_lost": said,
         "warnings": warnings,
+        "read_ahead": ahead,
         "hwm_kib": hwm,
     }
     print(json.dumps(out), flush=True)
@@ -410,6 +420,10 @@ def report(c: dict[str, Any]) -> None:
         f"kubectl peak {k['peak_rss_kib'] / mib:.0f} MiB"
     )
     print(f"  largest spool: {c['spool_max'] / 1e6:.1f} MB")
+    print(f"  harness said: {h['read_ahead'] or 'no read-ahead'}")
+    for name, r in (("harness", h), ("kubectl", k)):
+        for line in r["cut_lines"]:
+            print(f"  {name} cut: {line}")
     print(f"  harness warnings: {h['warnings']}, said lost: {len(h['said_lost'])}")
     for msg in h["said_lost"]:
         print(f"    {msg}")

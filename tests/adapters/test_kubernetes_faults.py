@@ -36,6 +36,8 @@ from kubernetes import client
 
 from fixtures.testenv import KubeEnv, S3Env
 from rlark_acceptance.adapters import EventSeen, LogEnded, LogLines, TargetLost, open_adapter
+from rlark_acceptance.adapters.base import HARNESS_SOURCE, LOG_READ_AHEAD
+from rlark_acceptance.adapters.kubernetes import logfiles
 from rlark_acceptance.model.job import JOB_NAME_LABEL, read_job
 from rlark_acceptance.model.profile import load_profile
 from rlark_acceptance.run.step6.plan import manifest_of
@@ -395,14 +397,18 @@ def test_lines_rotated_away_while_the_api_server_is_down_are_named_in_every_form
     "over files with readers of their own said as lost, is mended",
 )
 def test_every_line_of_300_mb_is_read_once_in_order(
-    cluster: KubeEnv, s3_env: S3Env, tmp_path: Path
+    cluster: KubeEnv, s3_env: S3Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The observation of a Worker printing 3 M numbered lines as fast as it can on the
     real node, through several rotations: each line once, whole, in order, and nothing said
     lost. A rotation cuts the line in flight into two partial entries, one in each file (and
     1,500 of the lines are 40 KB long, stored in partial entries anyway): its head is never
-    a line of its own, nor its end a line again."""
+    a line of its own, nor its end a line again. The files read ahead of the consumer wait
+    on disk within a bound a tenth of the log, so later files' readers wait, streams open,
+    and read on as the spools are put: that loses nothing either."""
     n = 3_000_000
+    bound = 16 << 20
+    monkeypatch.setattr(logfiles, "SPOOL_AHEAD_BYTES", bound)
     site = Site.make(tmp_path / "site", before=f"{NUMBERED.format(n=n)}; exit 0")
     profile = load_profile(site.profile)
     adapter = open_adapter(profile)
@@ -411,7 +417,7 @@ def test_every_line_of_300_mb_is_read_once_in_order(
         job, manifest = for_run(job, manifest_of(job), new_run_id(), None)
         ref = adapter.submit(job, manifest)
         obs = adapter.observe(ref)
-        got, warned, started = 0, [], time.monotonic()
+        got, warned, noted, started = 0, [], [], time.monotonic()
         bad: list[tuple[int, str, list[str]]] = []  # (expected, read, the lines before)
         prev: list[str] = []
         deadline = started + 600
@@ -422,6 +428,8 @@ def test_every_line_of_300_mb_is_read_once_in_order(
                 break
             if isinstance(item, EventSeen) and item.event.type == "Warning":
                 warned.append(item.event)
+            elif isinstance(item, EventSeen) and item.event.source == HARNESS_SOURCE:
+                noted.append(item.event)
             for line in item.lines if isinstance(item, LogLines) else ():
                 if line.startswith("L") and line[1:10].isdigit():
                     if int(line[1:10]) != got:
@@ -440,10 +448,18 @@ def test_every_line_of_300_mb_is_read_once_in_order(
         )
         # Whether a loss was said, and where, goes with any failure: a loss said is the
         # record's own account, a silent one the worst the observation can do.
-        said = [e.message[:200] for e in warned if e.source == "rlark-acceptance"]
+        said = [e.message[:200] for e in warned if e.source == HARNESS_SOURCE]
         assert not bad, f"{bad[:10]}; said: {said}"
         assert got == n, f"{got} of {n} lines, the last ones missing; said: {said}"
         assert not said
+        # The read-ahead said; its spools filled to the bound (so readers waited) and held
+        # within it (twice it, and a megabyte a reader).
+        (ahead,) = [e.message for e in noted if e.reason == LOG_READ_AHEAD]
+        print(ahead)
+        m = re.match(r"(\d+) of .* at most ([\d.]+) MB", ahead)
+        assert m is not None, ahead
+        files, held = int(m[1]), float(m[2]) * 1e6
+        assert files >= 1 and bound <= held <= 2 * bound + (files + 1) * 1.1e6
         adapter.delete(ref)
     finally:
         adapter.close()

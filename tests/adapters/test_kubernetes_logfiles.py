@@ -14,6 +14,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -110,6 +111,73 @@ def test_the_spool_puts_every_line_once_in_order_from_memory_and_file() -> None:
     assert seg._spool is None
 
 
+def test_the_spools_wait_past_their_bound_and_put_every_line_once_in_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two later files' readers far ahead of the consumer: past the bound their readers
+    wait (their streams unread), the one being put empties its file as it is read, and
+    every line still comes out once, in order, with the disk held never over twice the
+    bound and a megabyte a reader."""
+    bound = 3 << 20
+    monkeypatch.setattr(logfiles, "SPOOL_AHEAD_BYTES", bound)
+    chain = Chain()
+    chain.take(chain.head, lines(("01", "a")))
+    first, second = chain.add(at("05")), chain.add(at("09"))
+    assert first is not None and second is not None
+    segs = [first, second]
+    texts = {
+        id(seg): [f"{i} line {n} " + "x" * 90 for n in range(100_000)] for i, seg in enumerate(segs)
+    }
+
+    def write(seg: Segment) -> None:
+        mine = texts[id(seg)]
+        for n in range(0, len(mine), 700):
+            assert seg.spool(mine[n : n + 700], 1000.0 + n)
+        seg.finish()
+
+    writers = [threading.Thread(target=write, args=(seg,)) for seg in segs]
+    for w in writers:
+        w.start()
+    deadline = time.monotonic() + 30
+    while chain.spools.held < bound and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.3)
+    # Each wrote ~10 MB: both wait, the spools full but not past the bound.
+    assert all(w.is_alive() for w in writers)
+    assert bound <= chain.spools.held <= bound + 2 * (1 << 20) + 100_000
+    stop = threading.Event()
+    for seg in segs:
+        got = [line for batch, _ in seg.spooled(stop) for line in batch]
+        assert got == texts[id(seg)]
+        assert seg._spool is None
+    for w in writers:
+        w.join(10)
+        assert not w.is_alive()
+    assert bound <= chain.spools.peak <= 2 * bound + 2 * (1 << 20) + 200_000
+    assert chain.spools.held == 0
+
+
+def test_a_reader_waiting_for_room_in_the_spools_returns_once_stopped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(logfiles, "SPOOL_AHEAD_BYTES", 1 << 20)
+    chain = Chain()
+    seg = chain.add(at("05"))
+    assert seg is not None
+    stop = threading.Event()
+    batch = ["y" * 100] * 20_000  # 2 MB a batch
+    done: list[bool] = []
+    waiting = threading.Thread(
+        target=lambda: done.extend(seg.spool(batch, None, stop) for _ in range(3))
+    )
+    waiting.start()
+    waiting.join(1.0)
+    assert waiting.is_alive() and seg.waiting, "past the bound, the reader waits"
+    stop.set()
+    waiting.join(5)
+    assert not waiting.is_alive() and done == [True, True, True]
+
+
 def test_a_segment_idle_at_its_rotated_files_end_is_complete() -> None:
     chain = Chain()
     follow = chain.head
@@ -187,10 +255,28 @@ def test_a_segment_is_not_cut_while_the_next_one_got_nothing_either() -> None:
     chain, follow, seg = rotated_once()
     now = time.monotonic()
     follow.arrived = now - logfiles.FILE_IDLE_SECONDS - 0.5
-    seg.arrived = follow.arrived + 0.2  # both held off together
+    seg.arrived = seg.took = follow.arrived + 0.2  # both held off together
     assert chain.stalled() == []
     follow.arrived = now - logfiles.FILE_SILENT_SECONDS - 0.1
-    seg.arrived = follow.arrived + 0.2  # the Worker silent since the rotation
+    seg.arrived = seg.took = follow.arrived + 0.2  # the Worker silent since the rotation
+    assert chain.stalled() == [follow]
+
+
+def test_a_segment_is_at_its_files_end_while_the_next_waits_for_room_and_another_reads() -> None:
+    """The next file's reader waits for room in the spools since before this one's last
+    lines (it got none since): another reader's lines, 2 s after this one's last, show the
+    kubelet and the API server serving. Waiting the longer bound instead, the kubelet would
+    move this reader at the log's next rotation to the file current then, joining a line its
+    file ended inside to another's end."""
+    chain, follow, seg = rotated_once()
+    later = chain.add(at("09"))
+    assert later is not None
+    now = time.monotonic()
+    seg.arrived = seg.took = now - 30  # waiting for room since
+    seg.handing = seg.waiting = True
+    follow.arrived = now - logfiles.FILE_IDLE_SECONDS - 0.1
+    assert chain.stalled() == [], "no reader got lines since"
+    chain.take(later, lines(("09", "i")))
     assert chain.stalled() == [follow]
 
 
@@ -243,6 +329,8 @@ def test_a_reader_held_off_the_cpu_for_seconds_is_still_chased() -> None:
     assert chain.behind()
     follow.arrived = time.monotonic() - logfiles.ARRIVING_SECONDS - 1  # the Worker silent
     assert not chain.behind()
+    follow.waiting = True  # waiting for room in the spools, not silent
+    assert chain.behind()
 
 
 # --- lines cut by a rotation into partial entries ---------------------------------------------

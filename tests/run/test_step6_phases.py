@@ -15,7 +15,15 @@ from typing import Any
 
 import pytest
 
-from rlark_acceptance.adapters.base import JobRef, PodStatus, TargetUnreachable
+from rlark_acceptance.adapters.base import (
+    HARNESS_SOURCE,
+    LOG_READ_AHEAD,
+    Event,
+    EventSeen,
+    JobRef,
+    PodStatus,
+    TargetUnreachable,
+)
 from rlark_acceptance.run.report import hint
 from rlark_acceptance.run.step6 import Progress, build_plan, confirm_running
 from rlark_acceptance.run.step6.engine import SETTLE_SECONDS, TAIL_GRACE_SECONDS
@@ -394,6 +402,23 @@ def test_log_lines_rotated_away_unread_are_the_reason_1_1_and_1_2_were_not_reach
         assert p.status == "skipped" and p.message.startswith("not reached: "), p
         assert "printed at start-up was not read" in p.message and "LogRotated" in p.message
     assert rec.earliest_failure is None
+
+
+def test_the_observations_own_events_stay_in_the_record_when_the_targets_are_read_back(
+    base: Any, tmp_path: Path
+) -> None:
+    """At the end the record takes the target's Events as the target has them; the ones the
+    adapter's observation put of its own (how much of the log it read ahead, a watch that
+    failed) are not the target's, and stay."""
+    ahead = "2 of the Worker's log files were read while the follow was behind them"
+    own = Event("job/x", LOG_READ_AHEAD, ahead, "Normal", HARNESS_SOURCE)
+    script = [*started(), Step(2.2, EventSeen(2.2, own)), warning(2.3, "BackOff", "not ours")]
+    script += [*lines(2.5, *json.dumps(CONFIG, indent=2).splitlines()), line(3.0, SIGNAL)]
+    script += happy_script(tmp_path / "store")[-3:]
+    rec, _ = run(base, tmp_path, script, validated=CONFIG)
+    assert rec.status("6.5") == "passed"
+    assert rec.events == [own], "the target has no Events now; the observation's own stay"
+    assert rec.warnings == []
 
 
 # --- 6.4 --------------------------------------------------------------------------------

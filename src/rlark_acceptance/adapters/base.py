@@ -135,9 +135,15 @@ DISRUPTION_REASONS = frozenset(
 RUNTIME_LOST_REASONS = frozenset({"Unknown", "ContainerStatusUnknown"})
 
 
+# The source of the Events an adapter's own observation puts, not the target's: the record
+# keeps them when it reads the target's Events back at the end.
+HARNESS_SOURCE = "rlark-acceptance"
 # The reason of the Warning a target puts when lines of the Worker's log were lost unread
 # (the kubelet rotated them away before the follow reached them).
 LOG_LOST = "LogRotated"
+# ... and of the Normal Event that says how much of the log was read ahead of the consumer
+# and held on disk meanwhile (the files the follow was behind on).
+LOG_READ_AHEAD = "LogReadAhead"
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,13 @@ FILE_IDLE_SECONDS = 2.0
 FILE_SILENT_SECONDS = 10.0
 # A segment's lines are kept in memory up to this much, then written to its spool file.
 SPOOL_BYTES = 1 << 20
+# The spools of the files not yet being put hold at most this much between them: past it,
+# their readers wait with their streams open (the kubelet keeps a file open for the reader
+# that opened it, rotated or removed) and read on as the spools before them are put. The
+# file being put may hold as much again: its reader waits until the consumer has caught up,
+# and the file is emptied then. So the disk a log's read-ahead takes is bounded, not the
+# Worker's output: a consumer slower than the Worker is waited for, never outrun.
+SPOOL_AHEAD_BYTES = 128 << 20
 # Bytes asked of the current file: enough for a first line's stamp.
 PROBE_BYTES = 256
 
@@ -96,6 +103,22 @@ def _cut(stamped: list[str], end: Key | None) -> tuple[int, Key | None]:
         return n, None
 
 
+class Spools:
+    """What the spools of one log's segments hold on disk between them, and the most they
+    held (reported with the read), with the one condition their readers and the one putting
+    them wait on."""
+
+    def __init__(self) -> None:
+        self.bound = SPOOL_AHEAD_BYTES  # as it is when the log is first followed
+        self.held = 0
+        self.peak = 0
+        self.cond = threading.Condition()
+
+    def grew(self, nbytes: int) -> None:
+        self.held += nbytes
+        self.peak = max(self.peak, self.held)
+
+
 @dataclass
 class Segment:
     """One file's worth of the log: from ``stamp`` (None: the log's start) to the next
@@ -105,8 +128,12 @@ class Segment:
     start: Key | None
     end: Key | None = None  # the next segment's first line, once there is one
     last: Key | None = None  # the last line taken
-    # Monotonic time of the last lines taken (of its start, before it took any).
+    # Monotonic time of the last lines taken (of its start, before it took any), or of the
+    # end of its reader's last handing them on: its idle time counts from then.
     arrived: float = field(default_factory=time.monotonic)
+    # ... of the last lines taken only (0: none yet): shows the kubelet and the API server
+    # serving this process then, for another segment's reader idle since before.
+    took: float = 0.0
     done: bool = False
     # Its file is the current one and the Worker is over: its reader reads the rest in one
     # request, and no segment comes after it (``Chain.close_head``).
@@ -128,14 +155,20 @@ class Segment:
     last_line: str | None = None  # the last line it took, as read
     cut: str | None = None  # the first line it read that is the next segment's, as read
     gapped: bool = False  # its file's first lines had been rotated away when it was read
+    # The spools of the log's segments, together: what they hold, and their one condition.
+    spools: Spools = field(default_factory=Spools)
+    # Its spool is being put (the segments before it are): its reader waits for room in its
+    # own spool only, never for the others', which wait for it.
+    draining: bool = False
+    waiting: bool = False  # its reader waits for room in the spools
     _spool: IO[bytes] | None = None
-    _size: int = 0
+    _size: int = 0  # bytes written to the spool file since it was last emptied
+    _read: int = 0  # ... and read back
     _pending: list[bytes] = field(default_factory=list)
     _pending_size: int = 0
     _pending_written: float | None = None
     # (end offset, when its last line was written) of each write to the spool file
     _marks: list[tuple[int, float | None]] = field(default_factory=list)
-    _cond: threading.Condition = field(default_factory=threading.Condition)
 
     @property
     def written(self) -> float | None:
@@ -143,64 +176,76 @@ class Segment:
         last = self.last
         return None if last is None else last[0] + last[1] / 1e9
 
-    def spool(self, texts: list[str], written: float | None = None) -> bool:
+    def spool(
+        self, texts: list[str], written: float | None = None, stop: threading.Event | None = None
+    ) -> bool:
         """Keep lines (the last one written at ``written``) for when the segments before
         this one are read (False: too late, the spool has been put already). Written to
-        the file a megabyte at a time."""
+        the file a megabyte at a time, once the spools have room (``SPOOL_AHEAD_BYTES``):
+        until then the caller waits, its stream unread, or until ``stop``."""
         if self.drained:
             return False
         if not texts:
             return True
         data = ("\n".join(texts) + "\n").encode("utf-8", "replace")
-        with self._cond:
+        cond = self.spools.cond
+        with cond:
             self._pending.append(data)
             self._pending_size += len(data)
             self._pending_written = written or self._pending_written
-            if self._pending_size >= SPOOL_BYTES:
-                if self._spool is None:
-                    # Closed when the spool is read (spooled).
-                    self._spool = tempfile.TemporaryFile(prefix="rlark-log-")  # noqa: SIM115
-                data = b"".join(self._pending)
-                os.pwrite(self._spool.fileno(), data, self._size)
-                self._size += len(data)
-                self._marks.append((self._size, self._pending_written))
-                self._pending, self._pending_size = [], 0
-            self._cond.notify_all()
+            cond.notify_all()
+            if self._pending_size < SPOOL_BYTES:
+                return True
+            while not (self._room() or self.drained or (stop is not None and stop.is_set())):
+                self.waiting = True
+                cond.wait(0.5)
+            self.waiting = False
+            if self.drained or not self._pending:  # stopped, or put from memory meanwhile
+                return True
+            if self._spool is None:
+                # Closed when the spool is put (spooled).
+                self._spool = tempfile.TemporaryFile(prefix="rlark-log-")  # noqa: SIM115
+            data = b"".join(self._pending)
+            os.pwrite(self._spool.fileno(), data, self._size)
+            self._size += len(data)
+            self.spools.grew(len(data))
+            self._marks.append((self._size, self._pending_written))
+            self._pending, self._pending_size = [], 0
+            cond.notify_all()
         return True
 
+    def _room(self) -> bool:
+        """Whether its pending lines may be written to its spool file now (under the lock)."""
+        if self.draining:
+            return self._size < self.spools.bound
+        return self.spools.held < self.spools.bound
+
     def finish(self) -> None:
-        with self._cond:
+        with self.spools.cond:
             self.done = True
-            self._cond.notify_all()
+            self.spools.cond.notify_all()
 
     def spooled(self, stop: threading.Event) -> Iterator[tuple[list[str], float | None]]:
         """The spooled lines, a batch at a time with when its last line was written (at
         the latest), as they are written, until the segment's reader is done and
         everything is read (or ``stop``); the spool is then removed."""
-        offset, rest = 0, b""
-        written: float | None = None
+        cond = self.spools.cond
+        rest = b""
+        with cond:
+            self.draining = True
+            cond.notify_all()
         try:
             while not stop.is_set():
-                data = b""
-                with self._cond:
+                with cond:
                     while (
-                        self._size == offset
+                        self._size == self._read
                         and not self._pending
                         and not self.done
                         and not stop.is_set()
                     ):
-                        self._cond.wait(0.5)
-                    size, done, spool = self._size, self.done, self._spool
-                    if size == offset and self._pending:  # the file read: what is in memory
-                        data = b"".join(self._pending)
-                        written = self._pending_written or written
-                        self._pending, self._pending_size = [], 0
-                    marks = list(self._marks)
-                if not data and spool is not None and size > offset:
-                    data = os.pread(spool.fileno(), min(size - offset, SPOOL_BYTES), offset)
-                    offset += len(data)
-                    # The write the batch ends in: its last line was written no later.
-                    written = next((w for end, w in marks if end >= offset), written)
+                        cond.wait(0.5)
+                    data, written = self._read_back()
+                    done = self.done
                 if not data:
                     if done:
                         return
@@ -209,12 +254,43 @@ class Segment:
                 if whole:
                     yield b"\n".join(whole).decode("utf-8", "replace").split("\n"), written
         finally:
-            with self._cond:
+            with cond:
                 self.drained = True
                 self._pending = []
+                self._empty()
                 if self._spool is not None:
                     self._spool.close()
                     self._spool = None
+                cond.notify_all()
+
+    def _read_back(self) -> tuple[bytes, float | None]:
+        """The next bytes of the spool, in order: its file's, then what is in memory; and
+        when their last line was written, at the latest (under the lock). The file is
+        emptied once read to its end, which makes room for its reader."""
+        if self._spool is not None and self._size > self._read:
+            size = min(self._size - self._read, SPOOL_BYTES)
+            data = os.pread(self._spool.fileno(), size, self._read)
+            self._read += len(data)
+            # The write the bytes end in: its last line was written no later.
+            written = next((w for end, w in self._marks if end >= self._read), None)
+            if self._read == self._size:
+                self._empty()
+            return data, written or self._pending_written
+        if self._pending:
+            data, written = b"".join(self._pending), self._pending_written
+            self._pending, self._pending_size = [], 0
+            self.spools.cond.notify_all()  # its reader may be waiting to write them
+            return data, written
+        return b"", None
+
+    def _empty(self) -> None:
+        """The spool file read to its end: emptied, its room given back (under the lock)."""
+        if self._spool is not None and self._size:
+            os.ftruncate(self._spool.fileno(), 0)
+        self.spools.grew(-self._size)
+        self._size = self._read = 0
+        self._marks = []
+        self.spools.cond.notify_all()
 
 
 class Chain:
@@ -222,7 +298,8 @@ class Chain:
     so a segment added for a file cuts off its predecessor exactly at that file's start."""
 
     def __init__(self) -> None:
-        self.segments: list[Segment] = [Segment(None, None)]
+        self.spools = Spools()
+        self.segments: list[Segment] = [Segment(None, None, spools=self.spools)]
         # The current file's first line asked for, successfully: when each request was sent
         # and when its answer came (wall-clock times). The file it names was current at some
         # moment between the two, which one is not known.
@@ -247,7 +324,7 @@ class Chain:
             first_take = seg.last is None
             if n:
                 seg.last = last or seg.last
-                seg.arrived = time.monotonic()
+                seg.arrived = seg.took = time.monotonic()
                 seg.first = seg.first or stamped[0]
                 seg.last_line = stamped[n - 1]
             if n < len(stamped) and seg.cut is None:
@@ -263,13 +340,15 @@ class Chain:
         return n, Gap(seg.stamp, first) if later else None
 
     def behind(self) -> bool:
-        """The newest segment's reader delivers lines stamped well before now."""
+        """The newest segment's reader delivers lines stamped well before now (or waits for
+        room in the spools to keep them: the Worker is not silent, the reader is held)."""
+        now = time.monotonic()
         with self._lock:
             head = self.head
-            last, arrived = head.last, head.arrived
+            last, arrived = head.last, now if head.waiting else head.arrived
         return (
             last is not None
-            and time.monotonic() - arrived < ARRIVING_SECONDS
+            and now - arrived < ARRIVING_SECONDS
             and time.time() - last[0] > BEHIND_SECONDS
         )
 
@@ -284,7 +363,7 @@ class Chain:
             if head.start is not None and head.start >= key:
                 return None
             head.end = key
-            seg = Segment(stamp, key)
+            seg = Segment(stamp, key, spools=self.spools)
             self.segments.append(seg)
             return seg
 
@@ -332,15 +411,24 @@ class Chain:
     def stalled(self) -> list[Segment]:
         """Segments read to their file's end (a reader at the end of a rotated file waits
         for a write that never comes), each marked complete once: idle for
-        ``FILE_IDLE_SECONDS`` while the next one's reader got lines, or for
-        ``FILE_SILENT_SECONDS`` while it has lines. A reader handing lines on is not idle:
-        cut then, the rest of its file would be lost without a word."""
+        ``FILE_IDLE_SECONDS`` while the next one's reader got lines (any other's, where that
+        one waits for room in the spools, maybe since before), or for
+        ``FILE_SILENT_SECONDS`` while the next one has lines. A reader handing lines on is
+        not idle: cut then, the rest of its file would be lost without a word. A reader
+        left at its file's end is moved on by the kubelet at the log's next rotation, to the
+        file then current: the files between are skipped, and a line its file ended inside
+        is joined to another's end."""
         now = time.monotonic()
 
         def at_end(seg: Segment, nxt: Segment) -> bool:
             idle = now - seg.arrived
-            return idle >= FILE_SILENT_SECONDS or (
-                idle >= FILE_IDLE_SECONDS and nxt.arrived - seg.arrived >= FILE_IDLE_SECONDS
+            if idle >= FILE_SILENT_SECONDS:
+                return True
+            # The next reader's lines, unless it waits for room in the spools (since before
+            # this one's last lines, maybe): then those of any other.
+            others = [s for s in self.segments if s is not seg] if nxt.waiting else [nxt]
+            return idle >= FILE_IDLE_SECONDS and any(
+                other.took - seg.arrived >= FILE_IDLE_SECONDS for other in others
             )
 
         with self._lock:

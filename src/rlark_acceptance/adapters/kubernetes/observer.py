@@ -28,7 +28,9 @@ from kubernetes.client.exceptions import ApiException
 
 from rlark_acceptance.adapters import cleanup
 from rlark_acceptance.adapters.base import (
+    HARNESS_SOURCE,
     LOG_LOST,
+    LOG_READ_AHEAD,
     Event,
     JobRef,
     Observation,
@@ -196,7 +198,7 @@ class Observer:
                 "ObserveFailed",
                 f"kubernetes adapter: {what}: {type(e).__name__}: {e}",
                 "Warning",
-                "rlark-acceptance",
+                HARNESS_SOURCE,
             )
         )
 
@@ -364,7 +366,26 @@ class Observer:
                 prev, seg = seg, chain.after(seg)
         finally:
             if not self.stopper.stopped:
+                self._read_ahead(chain)
                 self._log_read()
+
+    def _read_ahead(self, chain: Chain) -> None:
+        """Says how many of the log's files were read ahead of the follow, and the most
+        their spools held on disk at once (bounded: their readers wait past it)."""
+        files = len(chain.segments) - 1
+        if not files:
+            return
+        self.obs.put_event(
+            Event(
+                f"job/{self.ref.name}",
+                LOG_READ_AHEAD,
+                f"{files} of the Worker's log files were read while the follow was behind "
+                f"them; their lines waited on disk, at most {chain.spools.peak / 1e6:.1f} MB "
+                f"at once (bounded at about {2 * chain.spools.bound / 1e6:.0f} MB)",
+                "Normal",
+                HARNESS_SOURCE,
+            )
+        )
 
     def _probe_files(self, pod: str, chain: Chain) -> None:
         """While the log's newest reader is behind, ask for the current file's first line;
@@ -382,7 +403,8 @@ class Observer:
 
     def _read_file(self, pod: str, chain: Chain, seg: Segment) -> None:
         def put(lines: list[str], written: float | None) -> None:
-            if not seg.spool(lines, written):  # read late, after the next file's: put now
+            # Read late, after the next file's: put now. Past the spools' bound, waits.
+            if not seg.spool(lines, written, self.stopper.event):
                 self.obs.put_lines(lines, written)
 
         try:
@@ -547,7 +569,7 @@ class Observer:
                 f"between {gap.after} and {gap.before} ({seconds:.0f} s) may be missing "
                 "(the kubelet serves only the current file; containerLogMaxSize)",
                 "Warning",
-                "rlark-acceptance",
+                HARNESS_SOURCE,
             )
         )
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from rlark_acceptance.adapters.base import LOG_LOST, Adapter, Event, PodStatus
+from rlark_acceptance.adapters.base import HARNESS_SOURCE, LOG_LOST, Adapter, Event, PodStatus
 from rlark_acceptance.model.doc_checks import CheckId
 from rlark_acceptance.model.job import Job
 from rlark_acceptance.model.timeouts import Bound
@@ -143,8 +143,9 @@ def _finish(adapter: Adapter, engine: Engine, plan: Step6Plan, where: Outputs) -
     rec.step, rec.step_total, rec.first_cause = log.steps.step, log.steps.total, log.cause.cause
     rec.worker = engine.seen.pod
     lost = [e for e in rec.events if e.reason == LOG_LOST]
+    own = [e for e in rec.events if e.source == HARNESS_SOURCE or e.reason == LOG_LOST]
     if rec.ref is not None:
-        rec.pods, rec.events = _evidence(adapter, rec, lost)
+        rec.pods, rec.events = _evidence(adapter, rec, own)
     _log_lost(rec, lost)
     _not_reached(rec)
     left = False
@@ -235,10 +236,11 @@ def _runs_own(adapter: Adapter, job: Job, root: object) -> tuple[str, str] | Non
 
 
 def _evidence(
-    adapter: Adapter, rec: RunRecord, lost: list[Event]
+    adapter: Adapter, rec: RunRecord, own: list[Event]
 ) -> tuple[list[PodStatus], list[Event]]:
-    """The Job's Pods and Events as the target has them now, for the record. A target that
-    cannot say is a warning of the record: it never hides the verdict."""
+    """The Job's Pods and Events as the target has them now, for the record, with the
+    observation's own (``own``: lines lost, the read-ahead, a watch that failed). A target
+    that cannot say is a warning of the record: it never hides the verdict."""
     assert rec.ref is not None
     pods, events = rec.pods, rec.events
     try:
@@ -248,7 +250,7 @@ def _evidence(
         rec.warnings.append(rec.pods_unread)
         pods = []
     try:
-        events = adapter.events(rec.ref) + lost
+        events = adapter.events(rec.ref) + own
     except Exception as exc:  # as above; the Events seen while the run watched are kept
         rec.warnings.append(f"the Job's Events could not be read for the record: {exc}")
     return pods, events
