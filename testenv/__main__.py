@@ -24,29 +24,28 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from testenv import build, cluster, lease, s3, state
+from testenv import build, lease, state
 from testenv.paths import cache_root, state_root
 from testenv.recover import recover
+from testenv.services import SERVICES, Service
 
-SERVICES = ("s3", "cluster")
 
-
-def _targets(which: str) -> tuple[str, ...]:
-    return SERVICES if which == "all" else (which,)
+def _targets(which: str) -> tuple[Service, ...]:
+    return tuple(SERVICES.values()) if which == "all" else (SERVICES[which],)
 
 
 def up(which: str = "all") -> dict[str, Any]:
     """Idempotent: a healthy service is left as it is. Returns timings."""
     started = time.monotonic()
     targets = _targets(which)
-    built = build.ensure(tuple(r for t in targets for r in build.NEEDS[t]))
+    built = build.ensure(tuple(r for t in targets for r in t.needs))
     with state.locked():
         st = state.load()
         try:
             for target in targets:
                 t0 = time.monotonic()
-                {"s3": s3.up, "cluster": cluster.up}[target](st)
-                build.say(f"{target} ready in {time.monotonic() - t0:.1f}s")
+                target.up(st)
+                build.say(f"{target.name} ready in {time.monotonic() - t0:.1f}s")
         finally:
             # Record whatever started, even on failure, so `down` can stop it.
             state.save(st)
@@ -61,11 +60,10 @@ def down(which: str = "all") -> None:
             # The record is lost, not the set: stop what is found running.
             build.say(f"warning: {e}")
             st = recover()
-        # The cluster first: it is the bigger set, and s3 shares nothing with it.
         for target in reversed(_targets(which)):
-            {"s3": s3.down, "cluster": cluster.down}[target](st)
-            lease.unkeep(target)
-        if st.s3 or st.cluster:
+            target.down(st)
+            lease.unkeep(target.name)
+        if any(svc.recorded(st) for svc in SERVICES.values()):
             state.save(st)
         else:
             # Nothing left: remove all generated state but the lock files (and the leases of
@@ -83,8 +81,7 @@ def down(which: str = "all") -> None:
 def healthy(service: str) -> bool:
     """Up and usable: the S3 server answering with its bucket; the cluster whole (control
     plane, real node and platform stand-in)."""
-    st = state.load()
-    return s3.ready(st.s3, within=s3.PATIENCE_S) if service == "s3" else cluster.whole(st)
+    return SERVICES[service].healthy(state.load())
 
 
 @contextlib.contextmanager
@@ -130,11 +127,9 @@ def status() -> dict[str, Any]:
         "state_dir": str(state_root()),
         "cache_dir": str(cache_root()),
         "built": {name: r.is_built() for name, r in build.RECIPES.items()},
-        "s3": s3.status(st),
-        "cluster": cluster.status(st),
     }
-    for svc in SERVICES:
-        report[svc]["holders"] = [h.to_json() for h in lease.holders(svc)]
+    for name, svc in SERVICES.items():
+        report[name] = svc.status(st) | {"holders": [h.to_json() for h in lease.holders(name)]}
     cl = report["cluster"]
     rss = (
         report["s3"].get("rss_mib", 0)
@@ -167,17 +162,18 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.cmd == "up":
             targets = _targets(args.which)
-            build.ensure(tuple(r for t in targets for r in build.NEEDS[t]))
-            with lease.deciding(*targets):
+            names = tuple(t.name for t in targets)
+            build.ensure(tuple(r for t in targets for r in t.needs))
+            with lease.deciding(*names):
                 timings = up(args.which)
                 # By hand: kept running, whoever else holds it, until `testenv down`.
-                for target in targets:
-                    lease.keep(target)
+                for name in names:
+                    lease.keep(name)
             build.say(f"up done in {timings['up_seconds']}s; env file: {state.env_file()}")
         elif args.cmd == "down":
-            targets = _targets(args.which)
-            with lease.deciding(*targets):
-                held_by = [(t, h) for t in targets for h in lease.holders(t) if not h.kept]
+            names = tuple(t.name for t in _targets(args.which))
+            with lease.deciding(*names):
+                held_by = [(t, h) for t in names for h in lease.holders(t) if not h.kept]
                 if held_by and not args.force:
                     for target, holder in held_by:
                         build.say(f"{target} still {holder.line()} (down --force stops it)")
@@ -185,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
                 down(args.which)
             build.say("down: stopped")
         elif args.cmd == "build":
-            build.ensure(tuple(r for t in _targets(args.which) for r in build.NEEDS[t]))
+            names = (args.which,) if args.which in build.NEEDS else tuple(SERVICES)
+            build.ensure(tuple(r for name in names for r in build.NEEDS[name]))
         elif args.cmd == "image":
             from testenv import harness_image, rlinf_image
 
@@ -228,8 +225,8 @@ def main(argv: list[str] | None = None) -> int:
                             print(f"  {key}: {val}")
                 print(f"total rss: {report['total_rss_mib']} MiB")
             st = state.load()
-            recorded = [s for s in SERVICES if getattr(st, s) is not None]
-            ok = all(report[s]["running"] for s in recorded)
+            recorded = [name for name, svc in SERVICES.items() if svc.recorded(st)]
+            ok = all(report[name]["running"] for name in recorded)
             return 0 if ok and recorded else 1
     except (build.BuildError, RuntimeError) as exc:
         build.say(f"error: {exc}")
