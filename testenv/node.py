@@ -129,19 +129,9 @@ def _bins() -> dict[str, str]:
 
 
 def up(state: State, apiserver_port: int, kubeconfig: Path, ca: Path, kubectl: Any) -> None:
-    node = state.node
-    if node is not None and node.kubelet_argv and _restart_dead_parts(node):
-        # The kubelet reconnects by itself; Ready again within its status interval.
-        with contextlib.suppress(RuntimeError):
-            _wait(lambda: _running(node, kubectl), 60, f"node {NODE_NAME} Ready again")
-    if healthy(node, kubectl):
+    if _kept(state, kubectl):
         return
-    if node and _running(node, kubectl):
-        # Only the smoke workload changed: the new Worker image, imported into the node.
-        import_image(image.worker_archive(), image.WORKER_IMAGE)
-        node.worker_key = image.worker_key()
-        return
-    if node:
+    if state.node:
         down(state)
     apt.ensure()
     build.ensure(("kubelet", "containerd", "pause"))
@@ -164,28 +154,8 @@ def up(state: State, apiserver_port: int, kubeconfig: Path, ca: Path, kubectl: A
     cgroups_up()
     files = write_configs(node, ca)
     bins = _bins()
-    fwd_port = proc.free_port()
-    # Host end: the API server and, when it runs, the S3 server (each its own port).
-    upstream = {"kubernetes": fwd_port}
-    routes = [node.host_ip, str(fwd_port), "127.0.0.1", str(apiserver_port)]
-    services = _services(kubectl)
-    s3 = state.s3
-    if s3 is not None and "s3" in services:
-        upstream["s3"] = proc.free_port()
-        routes += [node.host_ip, str(upstream["s3"]), "127.0.0.1", str(s3.port)]
-    node.forward_routes = routes
-    start_relay(node, "forward")
-    # The cluster's Service network inside the node's namespace: each ClusterIP an address
-    # of the namespace, relayed to the host end (see testenv.forward).
-    service_routes = []
-    for name, (ip, port) in services.items():
-        if name in upstream:
-            sh(*in_netns("ip", "addr", "replace", f"{ip}/32", "dev", "lo"))
-            service_routes += [ip, str(port), node.host_ip, str(upstream[name])]
-    node.services = {n: f"{ip}:{port}" for n, (ip, port) in services.items() if n in upstream}
-    node.services_routes = service_routes
-    start_relay(node, "services")
-    env = {
+    fwd_port = _relays_up(node, state, apiserver_port, kubectl)
+    node.kubelet_env = {
         # containerd finds its shim next to itself; without /usr/sbin the kubelet finds no
         # iptables and leaves this machine's firewall alone.
         "PATH": os.pathsep.join(
@@ -193,7 +163,6 @@ def up(state: State, apiserver_port: int, kubeconfig: Path, ca: Path, kubectl: A
         ),
         "HOME": str(d),
     }
-    node.kubelet_env = env
     start_containerd(node)
     import_image(pause, image.PAUSE_IMAGE)
     import_image(worker, image.WORKER_IMAGE)
@@ -212,6 +181,55 @@ def up(state: State, apiserver_port: int, kubeconfig: Path, ca: Path, kubectl: A
         "--v=2",
     )
     start_kubelet(node)
+    _registered_with_gpus(node, kubectl)
+
+
+def _kept(state: State, kubectl: Any) -> bool:
+    """Whether the node that runs can be kept as it is: its dead parts restarted, or only
+    the smoke workload changed (the new Worker image imported into it)."""
+    node = state.node
+    if node is not None and node.kubelet_argv and _restart_dead_parts(node):
+        # The kubelet reconnects by itself; Ready again within its status interval.
+        with contextlib.suppress(RuntimeError):
+            _wait(lambda: _running(node, kubectl), 60, f"node {NODE_NAME} Ready again")
+    if healthy(node, kubectl):
+        return True
+    if node and _running(node, kubectl):
+        import_image(image.worker_archive(), image.WORKER_IMAGE)
+        node.worker_key = image.worker_key()
+        return True
+    return False
+
+
+def _relays_up(node: NodeState, state: State, apiserver_port: int, kubectl: Any) -> int:
+    """The node's ways out of its namespace, started: the host end's relay to the API
+    server and, when it runs, the S3 server (each its own port), and the cluster's Service
+    network inside the namespace (each ClusterIP an address of it, relayed to the host
+    end: see testenv.forward). Returns the host end's port for the API server."""
+    fwd_port = proc.free_port()
+    upstream = {"kubernetes": fwd_port}
+    routes = [node.host_ip, str(fwd_port), "127.0.0.1", str(apiserver_port)]
+    services = _services(kubectl)
+    s3 = state.s3
+    if s3 is not None and "s3" in services:
+        upstream["s3"] = proc.free_port()
+        routes += [node.host_ip, str(upstream["s3"]), "127.0.0.1", str(s3.port)]
+    node.forward_routes = routes
+    start_relay(node, "forward")
+    service_routes = []
+    for name, (ip, port) in services.items():
+        if name in upstream:
+            sh(*in_netns("ip", "addr", "replace", f"{ip}/32", "dev", "lo"))
+            service_routes += [ip, str(port), node.host_ip, str(upstream[name])]
+    node.services = {n: f"{ip}:{port}" for n, (ip, port) in services.items() if n in upstream}
+    node.services_routes = service_routes
+    start_relay(node, "services")
+    return fwd_port
+
+
+def _registered_with_gpus(node: NodeState, kubectl: Any) -> None:
+    """Waits for the kubelet to register the node, gives it its fake GPUs, and waits for it
+    to be Ready."""
 
     def registered() -> bool:
         return bool(kubectl("get", "node", NODE_NAME, check=False).strip())
