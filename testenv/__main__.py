@@ -141,6 +141,32 @@ def status() -> dict[str, Any]:
     return report
 
 
+def _print_status(report: dict[str, Any]) -> None:
+    """``testenv status`` for a person: each service, its parts and holders."""
+    for svc in SERVICES:
+        info = report[svc]
+        print(f"{svc}: {'running' if info.get('running') else 'down'}")
+        for key, val in info.items():
+            if key == "components":
+                for comp, c in val.items():
+                    alive = "up" if c["alive"] else "DEAD"
+                    print(f"  {comp}: pid {c['pid']} {alive} {c['rss_mib']} MiB")
+            elif key == "node" and val.get("components"):
+                print(f"  node {val['name']}: netns {val['netns']}, {val['node_ip']}")
+                for comp, c in val["components"].items():
+                    alive = "up" if c["alive"] else "DEAD"
+                    print(f"    {comp}: pid {c['pid']} {alive} {c['rss_mib']} MiB")
+                print(f"    images: {', '.join(val['images'])}")
+            elif key == "holders":
+                for holder in val:
+                    print(f"  {lease.Holder.from_json(holder).line()}")
+                if not val:
+                    print("  holders: none")
+            elif key != "running":
+                print(f"  {key}: {val}")
+    print(f"total rss: {report['total_rss_mib']} MiB")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="testenv", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -202,28 +228,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.json:
                 print(json.dumps(report, indent=2))
             else:
-                for svc in SERVICES:
-                    info = report[svc]
-                    print(f"{svc}: {'running' if info.get('running') else 'down'}")
-                    for key, val in info.items():
-                        if key == "components":
-                            for comp, c in val.items():
-                                alive = "up" if c["alive"] else "DEAD"
-                                print(f"  {comp}: pid {c['pid']} {alive} {c['rss_mib']} MiB")
-                        elif key == "node" and val.get("components"):
-                            print(f"  node {val['name']}: netns {val['netns']}, {val['node_ip']}")
-                            for comp, c in val["components"].items():
-                                alive = "up" if c["alive"] else "DEAD"
-                                print(f"    {comp}: pid {c['pid']} {alive} {c['rss_mib']} MiB")
-                            print(f"    images: {', '.join(val['images'])}")
-                        elif key == "holders":
-                            for holder in val:
-                                print(f"  {lease.Holder.from_json(holder).line()}")
-                            if not val:
-                                print("  holders: none")
-                        elif key != "running":
-                            print(f"  {key}: {val}")
-                print(f"total rss: {report['total_rss_mib']} MiB")
+                _print_status(report)
             st = state.load()
             recorded = [name for name, svc in SERVICES.items() if svc.recorded(st)]
             ok = all(report[name]["running"] for name in recorded)

@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -155,24 +155,13 @@ def run(
     out = out if out is not None else sys.stdout
     say = _sayer(out)
     try:
-        profile = load_profile(profile_path)
-        if profile.target.adapter != "kubernetes":
-            raise InputError(
-                str(profile.loc("target", "adapter")),
-                "--in-cluster runs a profile of the kubernetes adapter, "
-                f"not {profile.target.adapter!r}",
-            )
-        record.parse(spec.record)
-        _history_reachable(profile, spec)
-        pack = bundling.bundle(profile)
-        api, _, _ = connect(profile.target.kubeconfig, profile.target.context)
+        profile, pack, api = _checked(profile_path, spec)
     except InputError as e:
         say(f"error: {e}")
         return Outcome(2)
-    spec.namespace = profile.target.namespace
+    spec = replace(spec, namespace=profile.target.namespace)
     name = manifests.job_name(profile.name)
     url = f"{spec.record.rstrip('/')}/{name}"
-    spec_for_job = manifests.RunnerSpec(**{**spec.__dict__, "record": url})
     batch, core = client.BatchV1Api(api), client.CoreV1Api(api)
     ns = spec.namespace
     patience = profile.timeouts.api_server
@@ -184,7 +173,7 @@ def run(
     with _interruptible(stopper):
         try:
             job = batch.create_namespaced_job(
-                ns, manifests.job(name, profile.name, pack, spec_for_job)
+                ns, manifests.job(name, profile.name, pack, replace(spec, record=url))
             )
             submitted = True
             cm = manifests.config_map(name, pack, spec)
@@ -193,26 +182,10 @@ def run(
             )
             core.create_namespaced_config_map(ns, cm)
             say(f"in-cluster: runner job {name} in namespace {ns}; record {url}")
-            pod, node, why = _wait_started(core, ns, name, stopper)
-            seconds["started"] = round(time.monotonic() - t0, 2)
-            if why:
-                say(f"error: runner pod {pod} cannot start: {why}")
-                return outcome
-            say(f"in-cluster: runner pod {pod} on node {node} ({seconds['started']:.1f}s)")
-            try:
-                _follow(core, ns, pod, out, stopper)
-                code = _exit_code(core, ns, pod, stopper, within=30.0)
-            except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
-                stopper.check()
-                # The API server restarting under the stream (the runner goes on: its own
-                # Step 6 rides such outages out). The record, not the log, is the verdict.
-                say(
-                    f"in-cluster: the runner's log stream broke ({type(e).__name__}); waiting "
-                    "for the runner to finish, its record holds everything"
-                )
-                code = _exit_code(core, ns, pod, stopper, within=None, patience=patience)
-            seconds["finished"] = round(time.monotonic() - t0, 2)
+            code = _runner_exit(core, ns, name, out, stopper, patience, (t0, seconds))
             outcome.status = code if code is not None else 3
+        except _NotStarted:
+            return outcome
         except Interrupted as e:
             say(f"in-cluster: {e}: deleting runner job {name}; the runner removes its own Job")
             outcome.status = 2
@@ -241,6 +214,63 @@ def run(
     elif outcome.status == 0:
         outcome.status = 1  # a green runner whose record is not here is no acceptance
     return outcome
+
+
+class _NotStarted(Exception):
+    """The runner Pod cannot start (said already): no record will come."""
+
+
+def _checked(profile_path: Path, spec: manifests.RunnerSpec) -> tuple[Profile, Any, Any]:
+    """The profile, its bundle and an API client, or an ``InputError`` naming what is wrong
+    before anything is submitted."""
+    profile = load_profile(profile_path)
+    if profile.target.adapter != "kubernetes":
+        raise InputError(
+            str(profile.loc("target", "adapter")),
+            "--in-cluster runs a profile of the kubernetes adapter, "
+            f"not {profile.target.adapter!r}",
+        )
+    record.parse(spec.record)
+    _history_reachable(profile, spec)
+    pack = bundling.bundle(profile)
+    api, _, _ = connect(profile.target.kubeconfig, profile.target.context)
+    return profile, pack, api
+
+
+def _runner_exit(
+    core: Any,
+    ns: str,
+    name: str,
+    out: Sink,
+    stopper: _Stop,
+    patience: float,
+    timing: tuple[float, dict[str, float]],
+) -> int | None:
+    """The runner Pod followed to its end: its exit code (None: not known); ``_NotStarted``
+    if it cannot start (said). Its log goes to ``out``; ``timing``: when the run began, and
+    where the seconds to the Pod's start and end are noted."""
+    say = _sayer(out)
+    t0, seconds = timing
+    pod, node, why = _wait_started(core, ns, name, stopper)
+    seconds["started"] = round(time.monotonic() - t0, 2)
+    if why:
+        say(f"error: runner pod {pod} cannot start: {why}")
+        raise _NotStarted(pod)
+    say(f"in-cluster: runner pod {pod} on node {node} ({seconds['started']:.1f}s)")
+    try:
+        _follow(core, ns, pod, out, stopper)
+        code = _exit_code(core, ns, pod, stopper, within=30.0)
+    except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
+        stopper.check()
+        # The API server restarting under the stream (the runner goes on: its own Step 6
+        # rides such outages out). The record, not the log, is the verdict.
+        say(
+            f"in-cluster: the runner's log stream broke ({type(e).__name__}); waiting for the "
+            "runner to finish, its record holds everything"
+        )
+        code = _exit_code(core, ns, pod, stopper, within=None, patience=patience)
+    seconds["finished"] = round(time.monotonic() - t0, 2)
+    return code
 
 
 def _sayer(out: Sink) -> Any:
