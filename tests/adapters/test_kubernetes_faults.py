@@ -404,8 +404,8 @@ def test_every_line_of_300_mb_is_read_once_in_order(
     lost. A rotation cuts the line in flight into two partial entries, one in each file (and
     1,500 of the lines are 40 KB long, stored in partial entries anyway): its head is never
     a line of its own, nor its end a line again. The files read ahead of the consumer wait
-    on disk within a bound a tenth of the log, so later files' readers wait, streams open,
-    and read on as the spools are put: that loses nothing either."""
+    on disk within a bound of 16 MiB, a twentieth of the log, so later files' readers wait,
+    streams open, and read on as the spools are put: that loses nothing either."""
     n = 3_000_000
     bound = 16 << 20
     monkeypatch.setattr(logfiles, "SPOOL_AHEAD_BYTES", bound)
