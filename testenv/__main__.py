@@ -207,8 +207,7 @@ def main(argv: list[str] | None = None) -> int:
                 down(args.which)
             build.say("down: stopped")
         elif args.cmd == "build":
-            names = (args.which,) if args.which in build.NEEDS else tuple(SERVICES)
-            build.ensure(tuple(r for name in names for r in build.NEEDS[name]))
+            build.ensure(build.needed(args.which))
         elif args.cmd == "image":
             from testenv import harness_image, rlinf_image
 

@@ -6,6 +6,7 @@ works on a fresh machine with no other network. A warm cache means ``up`` builds
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
@@ -332,6 +333,13 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "cluster": ("kubernetes", "etcd", "kwok", "kubelet", "containerd", "pause"),
     "chainsaw": ("chainsaw",),
 }
+# What ``all`` builds: every service the tests start (the bench's chainsaw only when named).
+ALL = ("s3", "cluster")
+
+
+def needed(which: str) -> tuple[str, ...]:
+    """The recipes of ``which``: a name of ``NEEDS``, or ``all``."""
+    return tuple(r for name in (ALL if which == "all" else (which,)) for r in NEEDS[name])
 
 
 def _cache_lock() -> contextlib.AbstractContextManager[None]:
@@ -385,3 +393,24 @@ def _build_one(recipe: Recipe) -> float:
         shutil.rmtree(tmp, ignore_errors=True)
     say(f"built {recipe.key} in {seconds:.0f}s")
     return seconds
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python3 -m testenv.build [s3|cluster|chainsaw|all]``: only the builds.
+
+    This module needs nothing but the standard library, so ``./run`` starts the builds with
+    any python3 while the virtualenv is still being installed (``testenv build`` needs it).
+    """
+    parser = argparse.ArgumentParser(prog="python3 -m testenv.build")
+    parser.add_argument("which", nargs="?", default="all", choices=("all", *NEEDS))
+    args = parser.parse_args(argv)
+    try:
+        ensure(needed(args.which))
+    except BuildError as exc:
+        say(f"error: {exc}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

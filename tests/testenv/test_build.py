@@ -1,0 +1,67 @@
+"""testenv's builds as ``./run`` starts them: beside the virtualenv's install, with python3."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from testenv import build
+from testenv.services import SERVICES
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_build_module_needs_only_the_standard_library() -> None:
+    # -S: no site-packages, as a python3 with nothing installed has it. ./run starts the
+    # builds that way while .venv is still being made.
+    probe = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import testenv.build as b; "
+        "print(','.join(b.needed('all')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-S", "-c", probe, str(ROOT)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().split(",") == list(build.needed("all"))
+
+
+def test_all_builds_what_every_service_needs_and_not_the_bench() -> None:
+    assert build.needed("all") == tuple(r for svc in SERVICES.values() for r in svc.needs)
+    assert "chainsaw" not in build.needed("all")
+    assert build.needed("chainsaw") == ("chainsaw",)
+
+
+def test_run_stops_before_the_suite_when_the_build_beside_the_venv_fails(tmp_path: Path) -> None:
+    # No go on PATH and an empty cache: the S3 server's build fails at once. The suite must
+    # not start on a missing binary, and the status is the build's.
+    path = [
+        str(Path(found).parent)
+        for tool in ("bash", "python3", "dpkg-query", "sha256sum", "sed", "cat", "id")
+        if (found := shutil.which(tool)) is not None
+    ]
+    go = shutil.which("go")
+    assert go is None or str(Path(go).parent) not in path, "go shares a directory with bash"
+    env = {
+        **os.environ,
+        "PATH": os.pathsep.join(dict.fromkeys(path)),
+        "RLARK_TESTENV_CACHE": str(tmp_path / "cache"),
+    }
+    out = subprocess.run(
+        [str(ROOT / "run"), "acceptance", "--co", "-q"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "the 'go' command is not on PATH" in out.stderr
+    assert "the test services' build failed (status 1)" in out.stderr
+    assert "collected" not in out.stdout and "Traceback" not in out.stderr
