@@ -75,3 +75,74 @@ def test_testenv_row_names_every_module_of_src_that_testenv_imports() -> None:
                     imported.add(alias.name if named else parts[-1])
     unnamed = sorted(m for m in imported if f"`{m}`" not in beyond and f".{m}`" not in beyond)
     assert not unnamed, f"testenv imports these modules of src/ the map does not name: {unnamed}"
+
+
+# -- Step 6's record: written by the engine alone ------------------------------------------
+
+STEP6 = ROOT / "src" / "rlark_acceptance" / "run" / "step6"
+# The names a Step 6 module holds a run record (or a part of it) by.
+_RECORD_NAMES = {"rec", "record", "sub", "resumed"}
+_MUTATORS = {"append", "extend", "insert", "setdefault", "update", "pop", "clear"}
+
+
+def _into_record(target: ast.expr) -> bool:
+    """``rec.x``, ``engine.rec.x``, ``rec.phases[...]``: a target inside a record (binding
+    ``self.record`` writes into no record)."""
+    if not isinstance(target, ast.Attribute | ast.Subscript):
+        return False
+    node = target.value
+    while isinstance(node, ast.Attribute | ast.Subscript):
+        if isinstance(node, ast.Attribute) and node.attr in _RECORD_NAMES:
+            return True
+        node = node.value
+    return isinstance(node, ast.Name) and node.id in _RECORD_NAMES
+
+
+def record_writes(source: str) -> list[int]:
+    """The lines of ``source`` that assign into a run record or change one of its lists."""
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+            targets = [node.target]
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _MUTATORS
+        ):
+            targets = [node.func.value]
+        flat = [e for t in targets for e in (t.elts if isinstance(t, ast.Tuple) else [t])]
+        if any(_into_record(t) for t in flat):
+            lines.append(flat[0].lineno)
+    return sorted(lines)
+
+
+def test_only_the_engine_writes_the_step6_record() -> None:
+    """The record of a run is written in one place, the engine, which also calls the adapter
+    for what goes into it: a module that writes it on the side fails here."""
+    writers = {
+        path.name: found
+        for path in sorted(STEP6.glob("*.py"))
+        if path.name not in ("engine.py", "record.py")
+        if (found := record_writes(path.read_text(encoding="utf-8")))
+    }
+    assert writers == {}, f"Step 6 modules writing the run record besides the engine: {writers}"
+
+
+def test_the_record_writes_rule_finds_each_way_of_writing() -> None:
+    source = (
+        "rec.step = 1\n"
+        "engine.rec.worker_left = 'x'\n"
+        "rec.warnings.append('w')\n"
+        "rec.phases[c] = r\n"
+        "rec.step, rec.total = 1, 2\n"
+        "sub.durations['submit'] += 1.0\n"
+        "resumed.started = 3\n"
+        "seen.pods = []\n"  # the observed state, not the record
+        "rec = RunRecord()\n"  # a name bound, nothing written into a record
+        "engine.done(c, True, 'm')\n"
+        "self.record = record\n"
+    )
+    assert record_writes(source) == [1, 2, 3, 4, 5, 6, 7]

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from rlark_acceptance.adapters.base import HARNESS_SOURCE, LOG_LOST, Adapter, Event, PodStatus
+from rlark_acceptance.adapters.base import Adapter
 from rlark_acceptance.model.doc_checks import CheckId
 from rlark_acceptance.model.job import Job
 from rlark_acceptance.model.timeouts import Bound
@@ -20,7 +20,6 @@ from rlark_acceptance.run.step6.listed import Listed
 from rlark_acceptance.run.step6.location import Location, Unlocated, locate, output_store
 from rlark_acceptance.run.step6.metrics import MetricsReal
 from rlark_acceptance.run.step6.output import Output
-from rlark_acceptance.run.step6.outputs import settle_outputs
 from rlark_acceptance.run.step6.phase import Phase
 from rlark_acceptance.run.step6.plan import Step6Plan
 from rlark_acceptance.run.step6.printed_config import AsValidated, OneNode
@@ -126,34 +125,23 @@ def confirm_running(
     except PhaseFailed:
         pass
     except KeyboardInterrupt as exc:
-        rec.interrupted, interrupt = True, exc
+        engine.interrupted()
+        interrupt = exc
     finally:
         if engine.stream is not None:
             engine.stream.close()  # a Worker that prints on after its verdict costs nothing
-    _finish(adapter, engine, plan, where)
+    _finish(engine, plan, where)
     if interrupt is not None:
         raise Interrupted(rec) from interrupt
     return rec
 
 
-def _finish(adapter: Adapter, engine: Engine, plan: Step6Plan, where: Outputs) -> None:
-    """The evidence into the record, what was not reached said so, the outputs settled."""
-    rec = engine.rec
-    log = engine.seen.log
-    rec.step, rec.step_total, rec.first_cause = log.steps.step, log.steps.total, log.cause.cause
-    rec.worker = engine.seen.pod
-    lost = [e for e in rec.events if e.reason == LOG_LOST]
-    own = [e for e in rec.events if e.source == HARNESS_SOURCE or e.reason == LOG_LOST]
-    if rec.ref is not None:
-        rec.pods, rec.events = _evidence(adapter, rec, own)
-    _log_lost(rec, lost)
-    _not_reached(rec)
+def _finish(engine: Engine, plan: Step6Plan, where: Outputs) -> None:
+    """The record's last words (``Engine.finish``), then the journal held on the outputs
+    closed, or handed to the next run when what this run wrote could not be removed."""
     left = False
     try:
-        if plan.delete_after:
-            left = settle_outputs(
-                adapter, rec, where.outputs, plan.keep_outputs, worker_deleted=engine.worker_deleted
-            )
+        left = engine.finish(where.outputs if plan.delete_after else None, plan.keep_outputs)
     finally:
         if where.journal is not None:
             if left:
@@ -233,52 +221,3 @@ def _runs_own(adapter: Adapter, job: Job, root: object) -> tuple[str, str] | Non
     except Exception:  # any adapter's failure to name the store: 6.5 names it (``locate``)
         return None
     return (mount.container_path, identity(Location(*found))) if found else None
-
-
-def _evidence(
-    adapter: Adapter, rec: RunRecord, own: list[Event]
-) -> tuple[list[PodStatus], list[Event]]:
-    """The Job's Pods and Events as the target has them now, for the record, with the
-    observation's own (``own``: lines lost, the read-ahead, a watch that failed). A target
-    that cannot say is a warning of the record: it never hides the verdict."""
-    assert rec.ref is not None
-    pods, events = rec.pods, rec.events
-    try:
-        pods = adapter.pods(rec.ref)
-    except Exception as exc:  # any adapter's failure: the verdict stands, the record says so
-        rec.pods_unread = f"the Worker's Pods could not be read for the record: {exc}"
-        rec.warnings.append(rec.pods_unread)
-        pods = []
-    try:
-        events = adapter.events(rec.ref) + own
-    except Exception as exc:  # as above; the Events seen while the run watched are kept
-        rec.warnings.append(f"the Job's Events could not be read for the record: {exc}")
-    return pods, events
-
-
-def _log_lost(rec: RunRecord, lost: list[Event]) -> None:
-    """Lines of the Worker's log the target rotated away unread: a warning of the record,
-    and the reason a check read from the log was not reached (the printed config may have
-    been among them)."""
-    if not lost:
-        return
-    more = f" ({len(lost) - 1} more such gaps)" if len(lost) > 1 else ""
-    rec.warnings.append(f"{LOG_LOST}: {lost[0].message}{more}")
-    if rec.printed_config is None and not rec.interrupted:
-        why = (
-            f"not reached: the config RLinf printed at start-up was not read; the target "
-            f"rotated lines of the Worker's log away before they were read ({LOG_LOST}, "
-            "see the record's warnings)"
-        )
-        for check in (CheckId.LOADED_NUM_NODES_IS_ONE, CheckId.VALIDATED_CONFIG_KEPT):
-            rec.phases.setdefault(check, PhaseResult(check, "skipped", why))
-
-
-def _not_reached(rec: RunRecord) -> None:
-    for check in rec.expected:
-        if check not in rec.phases:
-            failed = rec.earliest_failure
-            why = f"not reached: {failed.check} failed" if failed else "not reached"
-            if rec.interrupted:
-                why = "not reached: the run was interrupted"
-            rec.phases[check] = PhaseResult(check, "skipped", why)

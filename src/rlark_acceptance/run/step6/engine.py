@@ -21,17 +21,23 @@ from datetime import UTC, datetime
 from typing import Protocol, assert_never
 
 from rlark_acceptance.adapters.base import (
+    HARNESS_SOURCE,
+    LOG_LOST,
     Adapter,
     CleanupRefused,
+    Event,
     EventSeen,
     Happening,
+    JobRef,
     LogLines,
     SubmitRejected,
     TargetUnreachable,
 )
+from rlark_acceptance.model.doc_checks import CheckId
+from rlark_acceptance.model.profile import KeepOutputs
 from rlark_acceptance.model.timeouts import Bound, Timeouts
 from rlark_acceptance.rlinf.failures import MOUNT_IO_ERROR
-from rlark_acceptance.run.step6.location import output_store
+from rlark_acceptance.run.step6.location import Location, Unlocated, output_store
 from rlark_acceptance.run.step6.observed import (
     Observed,
     Reading,
@@ -53,9 +59,10 @@ from rlark_acceptance.run.step6.phase import (
     Submit,
 )
 from rlark_acceptance.run.step6.readings import checkpoints_at, scalars_at
-from rlark_acceptance.run.step6.record import PhaseResult, RunRecord
+from rlark_acceptance.run.step6.record import PhaseResult, Resumed, RunRecord
 from rlark_acceptance.storage import (
     ObjectNotFound,
+    Removable,
     Store,
     StoreError,
     StoreUnavailable,
@@ -468,3 +475,142 @@ class Engine:
                 return
             if self.next(left) is None and self.clock() >= until:
                 return
+
+    # --- after the verdict: what the record keeps of the run ------------------------------
+    def collect(self) -> None:
+        """What the Worker's log showed, into the record: its last step, its first error."""
+        log, rec = self.seen.log, self.rec
+        rec.step, rec.step_total, rec.first_cause = log.steps.step, log.steps.total, log.cause.cause
+
+    def interrupted(self) -> None:
+        """SIGINT / SIGTERM ended the run: what was not decided was not reached for that."""
+        self.rec.interrupted = True
+
+    def skip(self, check: str, why: str) -> None:
+        """``check`` was not decided, and why (a decided one keeps its verdict)."""
+        self.rec.phases.setdefault(check, PhaseResult(check, "skipped", why))
+
+    def finish(self, outputs: Location | Unlocated | None, policy: KeepOutputs) -> bool:
+        """The evidence into the record, what was not reached said so, and the outputs this
+        run wrote under ``outputs`` settled (None: the run keeps its Worker, and them). True
+        when they should go and could not go now (see ``settle_outputs``)."""
+        rec = self.rec
+        self.collect()
+        rec.worker = self.seen.pod
+        lost = [e for e in rec.events if e.reason == LOG_LOST]
+        if rec.ref is not None:
+            own = [e for e in rec.events if e.source == HARNESS_SOURCE or e.reason == LOG_LOST]
+            self.evidence(rec.ref, own)
+        self.log_lost(lost)
+        self.not_reached()
+        if outputs is None:
+            return False
+        return self.settle_outputs(outputs, policy)
+
+    def evidence(self, ref: JobRef, own: list[Event]) -> None:
+        """The Job's Pods and Events as the target has them now, with the observation's own
+        (``own``: lines lost, the read-ahead, a watch that failed). A target that cannot say
+        is a warning of the record: it never hides the verdict."""
+        rec = self.rec
+        try:
+            rec.pods = self.adapter.pods(ref)
+        except Exception as exc:  # any adapter's failure: the verdict stands, the record says so
+            rec.pods_unread = f"the Worker's Pods could not be read for the record: {exc}"
+            rec.warnings.append(rec.pods_unread)
+            rec.pods = []
+        try:
+            rec.events = self.adapter.events(ref) + own
+        except Exception as exc:  # as above; the Events seen while the run watched are kept
+            rec.warnings.append(f"the Job's Events could not be read for the record: {exc}")
+
+    def log_lost(self, lost: list[Event]) -> None:
+        """Lines of the Worker's log the target rotated away unread: a warning of the record,
+        and the reason a check read from the log was not reached (the printed config may have
+        been among them)."""
+        rec = self.rec
+        if not lost:
+            return
+        more = f" ({len(lost) - 1} more such gaps)" if len(lost) > 1 else ""
+        rec.warnings.append(f"{LOG_LOST}: {lost[0].message}{more}")
+        if rec.printed_config is None and not rec.interrupted:
+            why = (
+                f"not reached: the config RLinf printed at start-up was not read; the target "
+                f"rotated lines of the Worker's log away before they were read ({LOG_LOST}, "
+                "see the record's warnings)"
+            )
+            for check in (CheckId.LOADED_NUM_NODES_IS_ONE, CheckId.VALIDATED_CONFIG_KEPT):
+                self.skip(check, why)
+
+    def not_reached(self) -> None:
+        rec = self.rec
+        failed = rec.earliest_failure
+        why = f"not reached: {failed.check} failed" if failed else "not reached"
+        if rec.interrupted:
+            why = "not reached: the run was interrupted"
+        for check in rec.expected:
+            self.skip(check, why)
+
+    def settle_outputs(self, loc: Location | Unlocated, policy: KeepOutputs) -> bool:
+        """Remove or keep what this run wrote under ``loc``; never hides the run's verdict.
+
+        ``policy`` is ``target.keepOutputs``: ``onFailure`` (the default: removed after a
+        passing run, kept and named in the record after a failing one), ``always`` (never
+        removed) or ``never`` (removed after every run). Only objects this run wrote are
+        touched: everything listed at the location before submission, unchanged, stays.
+        A Worker not deleted yet is deleted first: still writing, it would write them again.
+        True when what this run wrote should go and could not go now (the Worker could not be
+        deleted, the store refused): the run's journal is then left to the next run of the
+        location, which removes them (``journal.Journal.hand_on``)."""
+        rec = self.rec
+        if isinstance(loc, Unlocated) or loc.baseline is None:
+            return False  # no location, or its earlier content is unknown: touch nothing
+        try:
+            written = written_by_run(loc)
+            if not written:
+                return False
+            keep = policy == "always" or (policy == "onFailure" and not rec.passed)
+            if keep or not isinstance(loc.store, Removable):
+                rec.outputs_kept = f"{loc.where} ({len(written)} objects written by this run)"
+                return False
+            if rec.ref is not None and not self.worker_deleted:
+                self.delete(rec.ref, "the Worker", warn=False)
+            if rec.worker_left is not None:
+                rec.outputs_kept = (
+                    f"{loc.where} ({len(written)} objects written by this run; kept: the "
+                    "Worker could not be deleted and may still write; the next run of this "
+                    "location removes them)"
+                )
+                return True
+            loc.store.delete(written)
+            rec.outputs_removed = len(written)
+        except StoreError as exc:
+            rec.outputs_kept = f"{loc.where} (not removed: {exc}; the next run of it tries again)"
+            return True
+        return False
+
+    def delete(self, ref: JobRef, what: str, *, warn: bool = True) -> None:
+        """Delete a Worker after its verdict; one the target keeps is said in the record
+        (``worker_left``, the first such; a warning too with ``warn``)."""
+        rec = self.rec
+        try:
+            self.adapter.delete(ref)
+        except Exception as exc:  # refused, unreachable, or any adapter's: said in the record
+            left = f"{what} could not be deleted: {exc}"
+            rec.worker_left = rec.worker_left or left
+            if warn:
+                rec.warnings.append(left)
+
+    def resumed(self, resumed: Resumed) -> None:
+        """T.4's second submission was made: the record holds it from now on."""
+        self.rec.resumed = resumed
+
+
+def written_by_run(loc: Location) -> list[str]:
+    """The keys under ``loc`` this run wrote: not listed before it was submitted, or changed
+    since (``loc.baseline``)."""
+    try:
+        now = loc.store.list(loc.prefix + "/" if loc.prefix else "")
+    except ObjectNotFound:
+        now = []
+    baseline = loc.baseline or {}
+    return [o.key for o in now if baseline.get(o.key) != (o.size, o.modified)]

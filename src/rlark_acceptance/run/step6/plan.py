@@ -17,11 +17,10 @@ import yaml
 
 from rlark_acceptance.model.doc_checks import CheckId
 from rlark_acceptance.model.job import Job
-from rlark_acceptance.model.profile import Profile
+from rlark_acceptance.model.profile import KeepOutputs, Profile
 from rlark_acceptance.model.timeouts import Timeouts
 from rlark_acceptance.model.training import DEFAULT_RESUME_STEPS, Expectation, TrainingSpec
 from rlark_acceptance.preflight.entry import PreflightResult
-from rlark_acceptance.run.step6.outputs import KeepOutputs
 from rlark_acceptance.run.step6.run_id import for_run, new_run_id
 from rlark_acceptance.run.step6.steps import StepsTarget, config_steps
 

@@ -47,7 +47,7 @@ from rlark_acceptance.run.step6.phase import Decision, Failed, Passed, Phase
 from rlark_acceptance.run.step6.plan import Step6Plan
 from rlark_acceptance.run.step6.ray_head import RayHead
 from rlark_acceptance.run.step6.readings import step_dirs, weights_of
-from rlark_acceptance.run.step6.record import PhaseResult, Resumed, RunRecord
+from rlark_acceptance.run.step6.record import Resumed, RunRecord
 from rlark_acceptance.run.step6.run_id import run_job_name
 from rlark_acceptance.run.step6.scheduled import Scheduled
 from rlark_acceptance.run.step6.steps import stalled
@@ -257,7 +257,7 @@ def resume(
     assert t is not None
     if not plan.delete_after:
         why = "not reached: the run keeps its Worker, so no second one is submitted beside it"
-        rec.phases[CheckId.RESUMES] = PhaseResult(CheckId.RESUMES, "skipped", why)
+        engine.skip(CheckId.RESUMES, why)
         return
     path = plan.expected_output
     assert isinstance(path, str)
@@ -281,7 +281,6 @@ def resume(
         on_progress=_as_resume(on_progress),
         resume=True,
     )
-    resumed = rec.resumed = Resumed(point.step, point.resume_dir, target, second.rec, point.digest)
     steps = Resumes(
         point,
         target,
@@ -301,33 +300,34 @@ def resume(
     finally:
         if second.stream is not None:
             second.stream.close()
-        _what_it_showed(resumed, second, steps)
-        _delete(adapter, rec, second.rec)
+        second.collect()
+        resumed = _resumed(point, target, second, steps)
+        engine.resumed(resumed)
+        if second.rec.ref is not None:
+            # Before the outputs are settled: still writing, it would write them again. One
+            # the target keeps is a warning, and the outputs are then kept.
+            engine.delete(second.rec.ref, "the resumed run's Worker")
     if passed:
         same, said = weights_verdict(resumed)
         passed, message = same, message + said if same else said
     engine.done(CheckId.RESUMES, passed, message)
 
 
-def _what_it_showed(resumed: Resumed, second: Engine, phase: Resumes) -> None:
-    log, sub = second.seen.log, second.rec
-    sub.step, sub.step_total, sub.first_cause = log.steps.step, log.steps.total, log.cause.cause
-    resumed.started, resumed.reached = phase.started(second.seen), log.steps.step
-    if log.resume is not None:
-        resumed.said, resumed.weights_at_start = log.resume.line, log.resume.digest
-
-
-def _delete(adapter: Adapter, rec: RunRecord, sub: RunRecord) -> None:
-    """The second Worker, deleted before the outputs are settled (still writing, it would
-    write them again); one the target keeps is a warning, and the outputs are then kept."""
-    if sub.ref is None:
-        return
-    try:
-        adapter.delete(sub.ref)
-    except Exception as exc:  # refused, unreachable, or any adapter's: a warning of the record
-        left = f"the resumed run's Worker could not be deleted: {exc}"
-        rec.worker_left = rec.worker_left or left
-        rec.warnings.append(left)
+def _resumed(point: ResumePoint, target: int, second: Engine, phase: Resumes) -> Resumed:
+    """The second submission as the record keeps it: what it was told, what its log showed."""
+    log = second.seen.log
+    said = log.resume
+    return Resumed(
+        point.step,
+        point.resume_dir,
+        target,
+        second.rec,
+        point.digest,
+        started=phase.started(second.seen),
+        reached=log.steps.step,
+        said=said.line if said is not None else None,
+        weights_at_start=said.digest if said is not None else None,
+    )
 
 
 def _as_resume(
