@@ -542,6 +542,8 @@ class Engine:
                 self.skip(check, why)
 
     def not_reached(self) -> None:
+        """Every check the run expected and did not decide: skipped, naming the earliest
+        failure (or the interrupt) that kept it from being reached."""
         rec = self.rec
         failed = rec.earliest_failure
         why = f"not reached: {failed.check} failed" if failed else "not reached"
@@ -557,6 +559,7 @@ class Engine:
         passing run, kept and named in the record after a failing one), ``always`` (never
         removed) or ``never`` (removed after every run). Only objects this run wrote are
         touched: everything listed at the location before submission, unchanged, stays.
+
         A Worker not deleted yet is deleted first: still writing, it would write them again.
         True when what this run wrote should go and could not go now (the Worker could not be
         deleted, the store refused): the run's journal is then left to the next run of the
