@@ -21,6 +21,7 @@ the smoke workload: 6.3 passes on the line, 6.4 waits through the sleep.
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import subprocess
 import sys
@@ -330,6 +331,25 @@ def test_a_worker_printing_300_mb_before_its_signal_passes(
         print(f"loud Worker (300 MB): {warning}")
         assert warning.startswith(ROTATED), warning
     assert run.peak_rss_mib < 600, run.peak_rss_mib
+    # The follow fell behind by files (the Worker wrote 300 MB in seconds): their readers
+    # ahead said so in the observation's own Event, which the record keeps beside the
+    # target's, in the run's "Pods and events" evidence of the Allure results.
+    ahead = [e for e in _evidence_events(run.reports) if e.get("reason") == LOG_READ_AHEAD]
+    assert ahead, "no LogReadAhead Event in the run's evidence"
+    print(f"loud Worker (300 MB): {ahead[0]['message']}")
+    assert all(e["source"] == HARNESS_SOURCE and e["type"] == "Normal" for e in ahead), ahead
+    said = ahead[0]["message"]
+    assert re.match(r"\d+ of the Worker's log files were read while the follow", said), said
+
+
+def _evidence_events(reports: Path) -> list[dict[str, Any]]:
+    """The Events of every "Pods and events" attachment of the run's Allure results."""
+    found = []
+    for path in (reports / "allure-results").glob("*-attachment.json"):
+        body = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(body, dict) and isinstance(body.get("events"), list):
+            found.extend(body["events"])
+    return found
 
 
 def test_lines_rotated_away_while_the_api_server_is_down_are_named_in_every_form(
@@ -454,7 +474,9 @@ def test_every_line_of_300_mb_is_read_once_in_order(
         assert not said
         # The read-ahead said; its spools filled to the bound (so readers waited) and held
         # within it (twice it, and a megabyte a reader).
-        (ahead,) = [e.message for e in noted if e.reason == LOG_READ_AHEAD]
+        # Said once the follow caught up with the files read ahead, and again at the end if
+        # it fell behind by more files after that: the last one counts them all.
+        ahead = [e.message for e in noted if e.reason == LOG_READ_AHEAD][-1]
         print(ahead)
         m = re.match(r"(\d+) of .* at most ([\d.]+) MB", ahead)
         assert m is not None, ahead

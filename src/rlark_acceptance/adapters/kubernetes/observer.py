@@ -348,6 +348,7 @@ class Observer:
         """The log in order: the follow, then each file a reader of its own took while
         the follow was behind (``logfiles.py``)."""
         first = chain.head
+        said = 0  # the files read ahead that a LogReadAhead Event counted
         try:
             self._thread("log-files", self._probe_files, pod, chain)
             try:
@@ -356,6 +357,11 @@ class Observer:
                 first.finish()
             prev, seg = first, chain.after(first)
             while seg is not None and not self.stopper.stopped:
+                if chain.after(seg) is None:
+                    # The newest file's lines come next: the follow has caught up with the
+                    # files read ahead. Said now: Step 6 often decides, and closes the stream,
+                    # before the Worker's log ends, and an Event put after that is dropped.
+                    said = self._read_ahead(chain, said)
                 joined = False
                 for batch, written in seg.spooled(self.stopper.event):
                     if not joined:
@@ -366,15 +372,16 @@ class Observer:
                 prev, seg = seg, chain.after(seg)
         finally:
             if not self.stopper.stopped:
-                self._read_ahead(chain)
+                self._read_ahead(chain, said)
                 self._log_read()
 
-    def _read_ahead(self, chain: Chain) -> None:
-        """Says how many of the log's files were read ahead of the follow, and the most
-        their spools held on disk at once (bounded: their readers wait past it)."""
+    def _read_ahead(self, chain: Chain, said: int) -> int:
+        """Says how many of the log's files were read ahead of the follow so far, and the
+        most their spools held on disk at once (bounded: their readers wait past it), unless
+        an Event said as many (``said``); returns the count said."""
         files = len(chain.segments) - 1
-        if not files:
-            return
+        if files <= said:
+            return said
         self.obs.put_event(
             Event(
                 f"job/{self.ref.name}",
@@ -386,6 +393,7 @@ class Observer:
                 HARNESS_SOURCE,
             )
         )
+        return files
 
     def _probe_files(self, pod: str, chain: Chain) -> None:
         """While the log's newest reader is behind, ask for the current file's first line;
