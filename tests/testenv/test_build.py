@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from testenv import build
@@ -65,3 +67,57 @@ def test_run_stops_before_the_suite_when_the_build_beside_the_venv_fails(tmp_pat
     assert "the 'go' command is not on PATH" in out.stderr
     assert "the test services' build failed (status 1)" in out.stderr
     assert "collected" not in out.stdout and "Traceback" not in out.stderr
+
+
+# A go command that answers the version check and then builds forever (its pid written).
+FAKE_GO = """#!/bin/sh
+if [ "$1 $2" = "env GOVERSION" ]; then echo go1.26.0; exit 0; fi
+echo $$ > "$FAKE_GO_PID"
+exec sleep 120
+"""
+
+
+def test_a_build_stopped_by_sigterm_leaves_no_go_running_and_no_half_built_tree(
+    tmp_path: Path,
+) -> None:
+    # What ./run does to the builds beside the virtualenv's install when the install fails.
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    go = bindir / "go"
+    go.write_text(FAKE_GO)
+    go.chmod(0o755)
+    pid_file, cache = tmp_path / "go.pid", tmp_path / "cache"
+    env = {
+        **os.environ,
+        "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}",
+        "RLARK_TESTENV_CACHE": str(cache),
+        "FAKE_GO_PID": str(pid_file),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "testenv.build", "s3"],
+        cwd=ROOT,
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not pid_file.is_file() or not pid_file.read_text().strip():
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr
+            time.sleep(0.05)
+        go_pid = int(pid_file.read_text())
+        assert list(cache.glob(".tmp-*")), "no build under way"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 128 + signal.SIGTERM
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert list(cache.glob(".tmp-*")) == [], "the half-built tree was left in the cache"
+    try:
+        os.kill(go_pid, 0)
+    except ProcessLookupError:
+        pass  # gone, as it must be
+    else:
+        os.kill(go_pid, signal.SIGKILL)
+        raise AssertionError("the go command went on building after the build was stopped")
