@@ -16,7 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from rlark_acceptance.storage import FileStore, ObjectNotFound, StoreError, verify_checkpoints
+from rlark_acceptance.storage import (
+    FileStore,
+    ObjectInfo,
+    ObjectNotFound,
+    StoreError,
+    verify_checkpoints,
+    written_since,
+)
 from rlark_acceptance.storage.pickle_scan import PickleScanError, scan_pickle
 from rlark_acceptance.storage.tensorboard import (
     check_tfrecords,
@@ -500,3 +507,16 @@ def test_filestore_delete_removes_the_files_and_the_folders_left_empty(tmp_path:
     assert not (tmp_path / "run" / "b").exists() and tmp_path.is_dir()
     with pytest.raises(StoreError):
         store.delete(["../outside"])
+
+
+def test_written_since_is_what_the_snapshot_did_not_hold_as_it_is_now() -> None:
+    before = {"a": (1, 10.0), "b": (2, 10.0), "c": (3, None)}
+    now = [
+        ObjectInfo("a", 1, 10.0),  # as it was
+        ObjectInfo("b", 2, 11.0),  # written again, same size
+        ObjectInfo("c", 4, None),  # grew
+        ObjectInfo("d", 5, 12.0),  # new
+    ]
+    assert [o.key for o in written_since(now, before)] == ["b", "c", "d"]
+    assert [o.key for o in written_since(now, None)] == ["a", "b", "c", "d"]
+    assert written_since(now[:1], before) == []

@@ -8,7 +8,12 @@ downloading whole files or unpickling; ``verify_event_files`` checks TensorBoard
 the TensorBoard scalars (``non_finite``, ``aggregate`` for expectations on them).
 """
 
-from rlark_acceptance.storage.checkpoint import CheckpointReport, snapshot, verify_checkpoints
+from rlark_acceptance.storage.checkpoint import (
+    CheckpointReport,
+    snapshot,
+    verify_checkpoints,
+    written_since,
+)
 from rlark_acceptance.storage.scalars import (
     NonFinite,
     ScalarsReport,
@@ -65,4 +70,5 @@ __all__ = [
     "unanswered",
     "verify_checkpoints",
     "verify_event_files",
+    "written_since",
 ]

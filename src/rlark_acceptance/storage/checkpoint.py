@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from rlark_acceptance.storage.pickle_scan import PickleScanError, scan_pickle
@@ -76,6 +76,15 @@ def snapshot(store: Store, checkpoints_prefix: str) -> dict[str, tuple[int, floa
         return {o.key: (o.size, o.modified) for o in store.list(prefix + "/" if prefix else "")}
     except ObjectNotFound:
         return {}
+
+
+def written_since(
+    objects: Iterable[ObjectInfo], before: Mapping[str, tuple[int, float | None]] | None
+) -> list[ObjectInfo]:
+    """The ``objects`` that a ``snapshot`` taken ``before`` did not hold as they are now:
+    new, or written again since (None: nothing was known before, so every one)."""
+    known = before or {}
+    return [o for o in objects if known.get(o.key) != (o.size, o.modified)]
 
 
 def verify_checkpoints(

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from rlark_acceptance.storage.checkpoint import written_since
 from rlark_acceptance.storage.store import (
     Store,
     StoreError,
@@ -177,12 +178,7 @@ def read_scalars(
     objects = list_for_report(store, prefix, report.problems)
     if objects is None:
         return report
-    before = since or {}
-    events = [
-        o
-        for o in objects
-        if "tfevents" in o.key.rsplit("/", 1)[-1] and before.get(o.key) != (o.size, o.modified)
-    ]
+    events = [o for o in written_since(objects, since) if "tfevents" in o.key.rsplit("/", 1)[-1]]
     if not events:
         report.problems.append(f"{prefix or '/'}: no TensorBoard event files")
         return report

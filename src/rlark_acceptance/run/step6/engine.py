@@ -67,6 +67,7 @@ from rlark_acceptance.storage import (
     StoreError,
     StoreUnavailable,
     unanswered,
+    written_since,
 )
 from rlark_acceptance.storage import verify_checkpoints as _verify
 
@@ -615,5 +616,4 @@ def written_by_run(loc: Location) -> list[str]:
         now = loc.store.list(loc.prefix + "/" if loc.prefix else "")
     except ObjectNotFound:
         now = []
-    baseline = loc.baseline or {}
-    return [o.key for o in now if baseline.get(o.key) != (o.size, o.modified)]
+    return [o.key for o in written_since(now, loc.baseline)]

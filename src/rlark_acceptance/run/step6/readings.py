@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 
 from rlark_acceptance.rlinf.failures import MOUNT_IO_ERROR
 from rlark_acceptance.run.step6.location import Listing
-from rlark_acceptance.storage import Store, StoreError, StoreUnavailable
+from rlark_acceptance.storage import Store, StoreError, StoreUnavailable, written_since
 from rlark_acceptance.storage.scalars import read_scalars
 from rlark_acceptance.storage.tensors import read_tensors
 
@@ -126,8 +126,7 @@ def checkpoints_at(
         objects = store.list(prefix + "/" if prefix else "")
     except StoreError as exc:
         return Checkpoints(at, where, error=store_error(exc))
-    known = baseline or {}
-    new = [o for o in objects if known.get(o.key) != (o.size, o.modified)]
+    new = written_since(objects, baseline)
     stale: list[str] = []
     if submitted is not None:
         since = (submitted - CLOCK_SKEW).timestamp()

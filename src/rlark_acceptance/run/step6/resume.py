@@ -51,7 +51,7 @@ from rlark_acceptance.run.step6.record import Resumed, RunRecord
 from rlark_acceptance.run.step6.run_id import run_job_name
 from rlark_acceptance.run.step6.scheduled import Scheduled
 from rlark_acceptance.run.step6.steps import stalled
-from rlark_acceptance.storage import StoreError
+from rlark_acceptance.storage import StoreError, written_since
 
 RESUME_SUFFIX = "resume"  # the second submission's name: <job>-<run id>-resume
 # A tqdm bar (RLinf's reasoning, agent and SFT runners): drawn at its position before a step,
@@ -83,8 +83,7 @@ def resume_point(rec: RunRecord, loc: Location, path: str) -> ResumePoint | str:
             objects = loc.store.list(loc.prefix + "/" if loc.prefix else "")
         except StoreError as exc:
             return f"{loc.where} could not be listed for a checkpoint to resume from: {exc}"
-        known = loc.baseline or {}
-        by_step = step_dirs(o.key for o in objects if known.get(o.key) != (o.size, o.modified))
+        by_step = step_dirs(o.key for o in written_since(objects, loc.baseline))
         if not by_step:
             return f"no global_step_N checkpoint of this run at {loc.where} to resume from"
         step = max(by_step)
