@@ -405,11 +405,18 @@ def test_lines_rotated_away_while_the_api_server_is_down_are_named_in_every_form
     assert not cluster.core().list_namespaced_pod(cluster.namespace).items  # nothing left
 
 
+# A consumer's stop, longer than the kubelet's 10 s between size checks, and than the 10 s
+# within which a reader that delivers nothing is still chased (logfiles.ARRIVING_SECONDS): a
+# reader held by its consumer is chased all the same.
+BUSY_SECONDS = 12.0
+
+
 @pytest.mark.xfail(
     strict=False,
     reason="a known loss of the kubelet's own follow on a loaded machine: beside real RLinf "
     "runs at a load of 10-37 on 2 cores, 3 of 8 runs failed, where 14 of 14 on a quiet "
-    "machine (10 of them in a row) read every line once, whole, at 2.9-3.2 MB/s. 5 lines at "
+    "machine (10 of them in a row) read every line once, whole, at 2.9-3.2 MB/s, and 10 of 10 "
+    "since the observer reads what has arrived at once, at 6.7-8.1 MB/s. 5 lines at "
     "a file boundary were missing without a word, "
     "and a 40 KB line was split at a rotation: a follow at its file's end goes on to the "
     "new file as soon as it is created, while containerd's old logger still writes its "
@@ -424,10 +431,14 @@ def test_every_line_of_300_mb_is_read_once_in_order(
     lost. A rotation cuts the line in flight into two partial entries, one in each file (and
     1,500 of the lines are 40 KB long, stored in partial entries anyway): its head is never
     a line of its own, nor its end a line again. The files read ahead of the consumer wait
-    on disk within a bound of 16 MiB, a twentieth of the log, so later files' readers wait,
-    streams open, and read on as the spools are put: that loses nothing either."""
+    on disk within a bound of 4 MiB, about a seventieth of the log (under half of a file's
+    lines), so later files' readers wait, streams open, and read on as the spools are put:
+    that loses nothing either. The consumer stops for 12 s early on, as Step 6 does while it
+    reads a checkpoint, and the follow, held meanwhile, falls far behind the Worker. Where
+    the kubelet rotated the log while the Worker printed (it may print all 300 MB between
+    two of the kubelet's size checks, into one file), later files are read ahead."""
     n = 3_000_000
-    bound = 16 << 20
+    bound = 4 << 20
     monkeypatch.setattr(logfiles, "SPOOL_AHEAD_BYTES", bound)
     site = Site.make(tmp_path / "site", before=f"{NUMBERED.format(n=n)}; exit 0")
     profile = load_profile(site.profile)
@@ -441,7 +452,11 @@ def test_every_line_of_300_mb_is_read_once_in_order(
         bad: list[tuple[int, str, list[str]]] = []  # (expected, read, the lines before)
         prev: list[str] = []
         deadline = started + 600
+        busy = True  # the consumer's stop is still to come
         while (left := deadline - time.monotonic()) > 0:
+            if busy and got >= n // 10:
+                busy = False
+                time.sleep(BUSY_SECONDS)
             item = obs.next(left)
             if item is None or isinstance(item, LogEnded | TargetLost):
                 assert isinstance(item, LogEnded), item
@@ -472,16 +487,16 @@ def test_every_line_of_300_mb_is_read_once_in_order(
         assert not bad, f"{bad[:10]}; said: {said}"
         assert got == n, f"{got} of {n} lines, the last ones missing; said: {said}"
         assert not said
-        # The read-ahead said; its spools filled to the bound (so readers waited) and held
-        # within it (twice it, and a megabyte a reader).
+        # Where files were read ahead, it is said; their spools filled to the bound (so
+        # readers waited) and held within it (twice it, and a megabyte a reader).
         # Said once the follow caught up with the files read ahead, and again at the end if
         # it fell behind by more files after that: the last one counts them all.
-        ahead = [e.message for e in noted if e.reason == LOG_READ_AHEAD][-1]
-        print(ahead)
-        m = re.match(r"(\d+) of .* at most ([\d.]+) MB", ahead)
-        assert m is not None, ahead
-        files, held = int(m[1]), float(m[2]) * 1e6
-        assert files >= 1 and bound <= held <= 2 * bound + (files + 1) * 1.1e6
+        for ahead in [e.message for e in noted if e.reason == LOG_READ_AHEAD][-1:]:
+            print(ahead)
+            m = re.match(r"(\d+) of .* at most ([\d.]+) MB", ahead)
+            assert m is not None, ahead
+            files, held = int(m[1]), float(m[2]) * 1e6
+            assert files >= 1 and bound <= held <= 2 * bound + (files + 1) * 1.1e6
         adapter.delete(ref)
     finally:
         adapter.close()

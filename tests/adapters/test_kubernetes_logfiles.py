@@ -333,6 +333,21 @@ def test_a_reader_held_off_the_cpu_for_seconds_is_still_chased() -> None:
     assert chain.behind()
 
 
+def test_a_reader_waiting_on_a_busy_consumer_for_long_is_still_chased() -> None:
+    """Step 6 reads a checkpoint for longer than the chase's bound while the follow, behind
+    the Worker, waits to hand it lines: the Worker is not silent, and the kubelet rotates on.
+    The current file is still asked for, or the files rotated meanwhile would have no reader
+    and be skipped by the follow when it reads on."""
+    chain = Chain()
+    follow = chain.head
+    chain.take(follow, [f"{time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(time.time() - 30))}Z a"])
+    with chain.handing(follow):
+        follow.arrived = time.monotonic() - logfiles.ARRIVING_SECONDS - 1
+        assert chain.behind()
+    follow.arrived = time.monotonic() - logfiles.ARRIVING_SECONDS - 1
+    assert not chain.behind()  # handed on, then nothing for as long: a silent Worker
+
+
 # --- lines cut by a rotation into partial entries ---------------------------------------------
 # containerd replaces a container's logger when the kubelet rotates its log: the old one ends
 # its file with the part of the line in flight as a partial entry, the new one starts the next

@@ -341,11 +341,13 @@ class Chain:
 
     def behind(self) -> bool:
         """The newest segment's reader delivers lines stamped well before now (or waits for
-        room in the spools to keep them: the Worker is not silent, the reader is held)."""
+        room in the spools to keep them, or waits for a busy consumer to take them: the
+        Worker is not silent, the reader is held)."""
         now = time.monotonic()
         with self._lock:
             head = self.head
-            last, arrived = head.last, now if head.waiting else head.arrived
+            held = head.waiting or head.handing
+            last, arrived = head.last, now if held else head.arrived
         return (
             last is not None
             and now - arrived < ARRIVING_SECONDS
