@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rlark_acceptance.adapters.clock import Clock
 from rlark_acceptance.adapters.kubernetes import logfiles
 from rlark_acceptance.adapters.kubernetes.logcursor import Gap, stamp_key
 from rlark_acceptance.adapters.kubernetes.logfiles import (
@@ -36,6 +37,25 @@ def at(s: str) -> str:
 
 def lines(*pairs: tuple[str, str]) -> list[str]:
     return [f"{at(s)} {text}" for s, text in pairs]
+
+
+@dataclass
+class Ticks:
+    """The run's clock, moved only by the test: every timing of the chain is driven, none
+    waited for. Its wall clock starts at ``at(wall)``, the node's stamps being on it."""
+
+    wall: str = "00"
+    now: float = 1000.0
+
+    def __post_init__(self) -> None:
+        self.epoch = stamp_key(at(self.wall))[0] - self.now
+        self.clock = Clock(monotonic=lambda: self.now, wall=lambda: self.epoch + self.now)
+
+    def chain(self) -> Chain:
+        return Chain(self.clock)
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
 
 
 def test_a_probe_answer_gives_the_current_files_first_stamp() -> None:
@@ -179,14 +199,15 @@ def test_a_reader_waiting_for_room_in_the_spools_returns_once_stopped(
 
 
 def test_a_segment_idle_at_its_rotated_files_end_is_complete() -> None:
-    chain = Chain()
+    t = Ticks()
+    chain = t.chain()
     follow = chain.head
     chain.take(follow, lines(("01", "a")))
     seg = chain.add(at("05"))
     assert seg is not None
+    t.advance(logfiles.FILE_IDLE_SECONDS + 0.1)
     assert chain.stalled() == []  # the next file's reader has nothing yet
     chain.take(seg, lines(("05", "e")))
-    follow.arrived = time.monotonic() - logfiles.FILE_IDLE_SECONDS - 0.1
     assert chain.stalled() == [follow] and follow.complete
     assert chain.stalled() == []  # once
 
@@ -223,27 +244,31 @@ def test_a_jump_of_the_stamps_is_a_skipped_file_unless_probes_saw_every_file() -
     assert not watched([(-40 + i, -40 + i) for i in range(9)])  # every probe before the jump
 
 
-def rotated_once() -> tuple[Chain, Segment, Segment]:
-    """The follow has a line of the first file, the second file's reader one of its own."""
-    chain = Chain()
+def rotated_once() -> tuple[Ticks, Chain, Segment, Segment]:
+    """The follow has a line of the first file, the second file's reader one of its own,
+    both taken now."""
+    t = Ticks()
+    chain = t.chain()
     follow = chain.head
     chain.take(follow, lines(("01", "a")))
     seg = chain.add(at("05"))
     assert seg is not None
     chain.take(seg, lines(("05", "e")))
-    return chain, follow, seg
+    return t, chain, follow, seg
 
 
 def test_a_segment_handing_lines_to_a_busy_consumer_is_never_idle() -> None:
     """The rotated file's reader waits on Step 6 (busy reading a checkpoint) longer than the
     idle bound while the next file has lines: it is not at its file's end, and cutting it
     then would lose the rest of its file without a word. Idle counts from the handing."""
-    chain, follow, _ = rotated_once()
+    t, chain, follow, seg = rotated_once()
     with chain.handing(follow):
-        follow.arrived = time.monotonic() - logfiles.FILE_IDLE_SECONDS - 0.1
+        t.advance(logfiles.FILE_IDLE_SECONDS + 0.1)
+        chain.take(seg, lines(("06", "f")))
         assert chain.stalled() == [] and not follow.complete
     assert chain.stalled() == [], "idle from the handing's end, not from the lines' arrival"
-    follow.arrived = time.monotonic() - logfiles.FILE_IDLE_SECONDS - 0.1
+    t.advance(logfiles.FILE_IDLE_SECONDS + 0.1)
+    chain.take(seg, lines(("07", "g")))
     assert chain.stalled() == [follow]
 
 
@@ -252,13 +277,10 @@ def test_a_segment_is_not_cut_while_the_next_one_got_nothing_either() -> None:
     the idle bound: every reader is idle alike, and the older file's may still have lines
     on their way. It is at its file's end only once the next file's reader got lines after
     its own last ones, or after the longer bound of a Worker silent since the rotation."""
-    chain, follow, seg = rotated_once()
-    now = time.monotonic()
-    follow.arrived = now - logfiles.FILE_IDLE_SECONDS - 0.5
-    seg.arrived = seg.took = follow.arrived + 0.2  # both held off together
+    t, chain, follow, _ = rotated_once()
+    t.advance(logfiles.FILE_IDLE_SECONDS + 0.5)  # both held off together
     assert chain.stalled() == []
-    follow.arrived = now - logfiles.FILE_SILENT_SECONDS - 0.1
-    seg.arrived = seg.took = follow.arrived + 0.2  # the Worker silent since the rotation
+    t.advance(logfiles.FILE_SILENT_SECONDS - logfiles.FILE_IDLE_SECONDS)  # the Worker silent
     assert chain.stalled() == [follow]
 
 
@@ -268,13 +290,11 @@ def test_a_segment_is_at_its_files_end_while_the_next_waits_for_room_and_another
     kubelet and the API server serving. Waiting the longer bound instead, the kubelet would
     move this reader at the log's next rotation to the file current then, joining a line its
     file ended inside to another's end."""
-    chain, follow, seg = rotated_once()
+    t, chain, follow, seg = rotated_once()
     later = chain.add(at("09"))
     assert later is not None
-    now = time.monotonic()
-    seg.arrived = seg.took = now - 30  # waiting for room since
-    seg.handing = seg.waiting = True
-    follow.arrived = now - logfiles.FILE_IDLE_SECONDS - 0.1
+    seg.handing = seg.waiting = True  # waiting for room since its lines came, with the follow's
+    t.advance(logfiles.FILE_IDLE_SECONDS + 0.1)
     assert chain.stalled() == [], "no reader got lines since"
     chain.take(later, lines(("09", "i")))
     assert chain.stalled() == [follow]
@@ -284,7 +304,7 @@ def test_only_the_newest_reader_on_the_current_file_is_closed_for_its_last_read(
     """The Worker is over and its newest reader idle: it reads the rest in one request only
     if its file is the current one; a reader of a rotated file never is (that request reads
     the current file: the rest of its own would be lost)."""
-    chain, follow, seg = rotated_once()
+    _, chain, follow, seg = rotated_once()
     assert not chain.close_head(follow, at("05"))  # a rotated file's reader
     assert not chain.close_head(follow, None, anyway=True)
     assert chain.close_head(seg, at("05")) and seg.final and not follow.final
@@ -310,26 +330,39 @@ def test_a_newest_reader_is_closed_where_the_current_file_has_no_stamped_line() 
 
 
 def test_the_newest_readers_idle_time_is_its_own_and_nil_while_it_hands_lines_on() -> None:
-    chain, follow, seg = rotated_once()
-    seg.arrived = time.monotonic() - 5
-    follow.arrived = time.monotonic()  # another reader's lines are not this one's
+    t, chain, follow, seg = rotated_once()
+    t.advance(5)
+    chain.take(follow, lines(("02", "b")))  # another reader's lines are not this one's
     head, idle = chain.idle()
-    assert head is seg and idle >= 5
+    assert head is seg and idle == 5
     with chain.handing(seg):
         assert chain.idle()[1] == 0.0
+    assert chain.idle()[1] == 0.0  # counted from the handing's end
 
 
 def test_a_reader_held_off_the_cpu_for_seconds_is_still_chased() -> None:
     """Its lines are old and it delivered none for 5 s (a loaded machine): the current file
     is still asked for, or a file could be rotated past with no reader."""
-    chain = Chain()
+    t = Ticks(wall="30")
+    chain = t.chain()
     follow = chain.head
-    chain.take(follow, [f"{time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(time.time() - 30))}Z a"])
-    follow.arrived = time.monotonic() - 5
+    chain.take(follow, lines(("01", "a")))  # stamped 29 s before now
     assert chain.behind()
-    follow.arrived = time.monotonic() - logfiles.ARRIVING_SECONDS - 1  # the Worker silent
+    t.advance(5)
+    assert chain.behind()
+    t.advance(logfiles.ARRIVING_SECONDS - 5 + 1)  # the Worker silent
     assert not chain.behind()
     follow.waiting = True  # waiting for room in the spools, not silent
+    assert chain.behind()
+
+
+def test_a_follow_that_keeps_up_is_not_chased_and_one_that_falls_behind_is() -> None:
+    t = Ticks(wall="01")
+    chain = t.chain()
+    chain.take(chain.head, lines(("01", "a")))  # read as it is stamped
+    assert not chain.behind()
+    t.advance(5)
+    chain.take(chain.head, lines(("02", "b")))  # read 4 s after it was written
     assert chain.behind()
 
 
@@ -338,13 +371,14 @@ def test_a_reader_waiting_on_a_busy_consumer_for_long_is_still_chased() -> None:
     the Worker, waits to hand it lines: the Worker is not silent, and the kubelet rotates on.
     The current file is still asked for, or the files rotated meanwhile would have no reader
     and be skipped by the follow when it reads on."""
-    chain = Chain()
+    t = Ticks(wall="30")
+    chain = t.chain()
     follow = chain.head
-    chain.take(follow, [f"{time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(time.time() - 30))}Z a"])
+    chain.take(follow, lines(("01", "a")))
     with chain.handing(follow):
-        follow.arrived = time.monotonic() - logfiles.ARRIVING_SECONDS - 1
+        t.advance(logfiles.ARRIVING_SECONDS + 1)
         assert chain.behind()
-    follow.arrived = time.monotonic() - logfiles.ARRIVING_SECONDS - 1
+    t.advance(logfiles.ARRIVING_SECONDS + 1)
     assert not chain.behind()  # handed on, then nothing for as long: a silent Worker
 
 
@@ -507,3 +541,16 @@ def test_a_line_splitter_keeps_what_follows_the_last_newline() -> None:
     assert split.feed(b"ab") == [] and split.rest == "ab"
     assert split.feed("c\nd\ne") == ["abc", "d"] and split.rest == "e"
     assert split.feed(b"\n") == ["e"] and split.rest == ""
+
+
+def test_a_gap_a_resumed_read_finds_is_said_up_to_the_next_files_first_line() -> None:
+    """The kubelet ended the follow at its rotated file's end while the Worker ran on (a
+    clean end, as an API server restarting gives one): read again, the follow is served the
+    current file, two files on. What may be missing is the rest of its own file; the next
+    file's lines are its own reader's, said as lost by no one."""
+    chain, follow, seg = rotated_once()[1:]
+    gap = Gap(at("01"), at("09"))
+    assert chain.within(follow, gap) == Gap(at("01"), at("05"))
+    assert chain.within(follow, Gap(at("01"), at("04"))) == Gap(at("01"), at("04"))
+    assert chain.within(follow, Gap(at("05"), at("09"))) is None
+    assert chain.within(seg, gap) == gap  # the newest reader's gap is all its own

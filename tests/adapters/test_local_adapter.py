@@ -39,10 +39,13 @@ from rlark_acceptance.adapters import (
     cleanup,
     open_adapter,
 )
+from rlark_acceptance.adapters.clock import Clock
 from rlark_acceptance.adapters.local.adapter import LocalAdapter
 from rlark_acceptance.adapters.local.leftovers import POD_MARKER_ENV, LeftoversRemoved
 from rlark_acceptance.model.job import JOB_NAME_LABEL, ROLE_LABEL, RUN_ID_LABEL, Job, read_job
 from rlark_acceptance.model.profile import Profile, load_profile
+from rlark_acceptance.run.step6.engine import Engine
+from rlark_acceptance.run.step6.record import RunRecord
 from rlark_acceptance.run.step6.run_id import for_run, new_run_id
 from rlark_acceptance.storage import S3Store, verify_checkpoints
 from tests.processes import pids_with_environ
@@ -366,6 +369,30 @@ def test_failing_prepare_script_fails_the_pod_without_ray(
     assert (t.last.phase, t.last.reason, t.last.exit_code) == ("Failed", "Error", 3)
     assert t.lines == ["preparing"]  # neither Ray nor the run script started
     assert "Running" in [p.phase for p in t.pods]
+
+
+def test_a_pods_happenings_are_stamped_on_the_adapters_clock_and_step6_judges_by_it(
+    profile: Profile, s3_chain: Any, tmp_path: Path
+) -> None:
+    """The run has one clock: given one (here a day ahead of this process's), the adapter
+    stamps every happening with it, and Step 6's engine, given none, takes the adapter's."""
+    ahead = Clock(monotonic=lambda: time.monotonic() + 86_400.0)
+    ad = open_adapter(profile, scratch_root=str(tmp_path / "pods"), clock=ahead)
+    try:
+        job, text = write_job(tmp_path, unique("clock"), "true\n", prepare="echo p\nexit 3\n")
+        began = ahead.monotonic()
+        obs = ad.observe(ad.submit(job, text))
+        seen: list[Happening] = []
+        while not (seen and isinstance(seen[-1], LogEnded)):
+            h = obs.next(RUN_TIMEOUT)
+            assert h is not None, seen
+            seen.append(h)
+        assert {type(h).__name__ for h in seen} >= {"PodChanged", "LogLines", "LogEnded"}
+        assert all(began <= h.at <= ahead.monotonic() for h in seen), [h.at for h in seen]
+        engine = Engine(ad, RunRecord(job=job, run_id="r"), profile.timeouts, signal=None)
+        assert engine.clock is ahead.monotonic
+    finally:
+        ad.close()
 
 
 def test_run_script_crash_fails_the_pod_and_lines_arrive_at_once(

@@ -18,11 +18,12 @@ once, naming what stopped answering instead of the Worker.
 from __future__ import annotations
 
 import threading
-import time
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from rlark_acceptance.adapters.clock import SYSTEM, Clock
 
 if TYPE_CHECKING:
     from rlark_acceptance.model.job import Job, Mount
@@ -156,7 +157,7 @@ class Event:
     time: float = 0.0
 
 
-# The items of an observation stream, each stamped ``at`` (monotonic seconds) when it
+# The items of an observation stream, each stamped ``at`` (the run's monotonic clock) when it
 # happened. One class per kind, so a reader dispatches on the type and mypy checks that every
 # kind is handled (``assert_never``).
 
@@ -219,8 +220,12 @@ class Observation:
     so a Worker that goes on printing after its verdict costs nothing."""
 
     def __init__(
-        self, replay: Iterator[Happening] | None = None, max_chars: int = MAX_QUEUED_CHARS
+        self,
+        replay: Iterator[Happening] | None = None,
+        max_chars: int = MAX_QUEUED_CHARS,
+        clock: Clock = SYSTEM,
     ) -> None:
+        self.clock = clock
         self._items: deque[tuple[Happening, int]] = deque()
         self._chars = 0
         self._max = max_chars
@@ -241,21 +246,21 @@ class Observation:
             self._cond.notify_all()
 
     def put_pod(self, pod: PodStatus) -> None:
-        self.put(PodChanged(time.monotonic(), pod))
+        self.put(PodChanged(self.clock.monotonic(), pod))
 
     def put_lines(self, lines: Sequence[str], written: float | None = None) -> None:
         """A batch of log lines; ``written``: when its last line was written, in seconds
         since the epoch (the target's stamps)."""
-        now = time.monotonic()
-        at = None if written is None else now - max(0.0, time.time() - written)
+        now = self.clock.monotonic()
+        at = None if written is None else now - max(0.0, self.clock.wall() - written)
         self.put(LogLines(now, lines, written=at))
 
     def put_event(self, event: Event) -> None:
-        self.put(EventSeen(time.monotonic(), event))
+        self.put(EventSeen(self.clock.monotonic(), event))
 
     def end(self) -> None:
         """No more log lines will come (the Worker's log stream ended)."""
-        self.put(LogEnded(time.monotonic()))
+        self.put(LogEnded(self.clock.monotonic()))
 
     def _take(self) -> Happening | None:
         with self._cond:
@@ -268,7 +273,7 @@ class Observation:
 
     def lost(self, cause: TargetUnreachable) -> None:
         """The target stopped answering: nothing more can be observed (ends the phase)."""
-        self.put(TargetLost(time.monotonic(), cause))
+        self.put(TargetLost(self.clock.monotonic(), cause))
 
     def next(self, timeout: float) -> Happening | None:
         if self._replay is not None:

@@ -54,6 +54,7 @@ from rlark_acceptance.adapters.base import (
     SubmitRejected,
     TargetUnreachable,
 )
+from rlark_acceptance.adapters.clock import SYSTEM, Clock
 from rlark_acceptance.adapters.kubernetes import owner
 from rlark_acceptance.adapters.kubernetes.observer import Observer
 from rlark_acceptance.adapters.kubernetes.options import KubernetesOptions
@@ -220,8 +221,11 @@ def _selector(ref: JobRef) -> str:
 class KubernetesAdapter:
     name = "kubernetes"
 
-    def __init__(self, profile: Profile, *, install_signal_handlers: bool = True) -> None:
+    def __init__(
+        self, profile: Profile, *, install_signal_handlers: bool = True, clock: Clock = SYSTEM
+    ) -> None:
         self.profile = profile
+        self.clock = clock
         self.options = options_of(KubernetesOptions, self.name, profile.target.options)
         self.namespace = profile.target.namespace
         self.api, kube_cluster, source = connect(profile.target.kubeconfig, profile.target.context)
@@ -229,7 +233,7 @@ class KubernetesAdapter:
         self.core = client.CoreV1Api(self.api)
         self.custom = client.CustomObjectsApi(self.api)
         bound = profile.timeouts.api_server
-        self.reach = Reach(str(self.api.configuration.host), bound)
+        self.reach = Reach(str(self.api.configuration.host), bound, clock)
         self._clusters = list(profile.target.cluster) or [kube_cluster]
         self.delete_timeout = self.options.delete_timeout
         self._created: dict[tuple[str, str], JobRef] = {}
@@ -466,7 +470,7 @@ class KubernetesAdapter:
 
     # --- observing ----------------------------------------------------------------------
     def observe(self, ref: JobRef) -> Observation:
-        obs = Observation()
+        obs = Observation(clock=self.clock)
         stopper = Stopper()
         with self._lock:
             self._stoppers.setdefault((ref.namespace, ref.name), []).append(stopper)

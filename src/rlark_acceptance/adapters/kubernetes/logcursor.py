@@ -198,8 +198,13 @@ class LogCursor:
         if self._skip_key is not None:
             try:
                 key = stamp_key(stamp)
-            except ValueError:  # a line the runtime did not stamp: taken as the last one's
-                key = self._skip_key
+            except ValueError:
+                # The tail of a line begun before ``sinceTime``: the kubelet skips a line's
+                # first entries by their stamps and writes its later ones (a line over 16 KiB,
+                # or one a rotation cut) without a stamp. That line was delivered, or it lies
+                # inside the gap the read's first stamped line shows: its tail is no line.
+                self._first = first
+                return None, None
             if key < self._skip_key:
                 return None, None
             if key == self._skip_key and self._repeats(text):

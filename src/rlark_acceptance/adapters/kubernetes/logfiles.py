@@ -22,12 +22,12 @@ import contextlib
 import os
 import tempfile
 import threading
-import time
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from rlark_acceptance.adapters.clock import SYSTEM, Clock
 from rlark_acceptance.adapters.kubernetes.logcursor import Gap, stamp_key
 
 # While the follow is behind, the current file's first line is asked for this often: well
@@ -128,9 +128,9 @@ class Segment:
     start: Key | None
     end: Key | None = None  # the next segment's first line, once there is one
     last: Key | None = None  # the last line taken
-    # Monotonic time of the last lines taken (of its start, before it took any), or of the
-    # end of its reader's last handing them on: its idle time counts from then.
-    arrived: float = field(default_factory=time.monotonic)
+    # The run's monotonic time of the last lines taken (of its start, before it took any),
+    # or of the end of its reader's last handing them on: its idle time counts from then.
+    arrived: float = 0.0
     # ... of the last lines taken only (0: none yet): shows the kubelet and the API server
     # serving this process then, for another segment's reader idle since before.
     took: float = 0.0
@@ -297,12 +297,16 @@ class Chain:
     """The segments of one Worker's log, in order; one lock decides what each has taken,
     so a segment added for a file cuts off its predecessor exactly at that file's start."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Clock = SYSTEM) -> None:
+        self.clock = clock
         self.spools = Spools()
-        self.segments: list[Segment] = [Segment(None, None, spools=self.spools)]
+        self.segments: list[Segment] = [
+            Segment(None, None, arrived=clock.monotonic(), spools=self.spools)
+        ]
         # The current file's first line asked for, successfully: when each request was sent
-        # and when its answer came (wall-clock times). The file it names was current at some
-        # moment between the two, which one is not known.
+        # and when its answer came (the run's wall clock, which ``watched`` sets against the
+        # node's stamps). The file it names was current at some moment between the two,
+        # which one is not known.
         self.probed: deque[tuple[float, float]] = deque(maxlen=PROBES_KEPT)
         self._lock = threading.Lock()
 
@@ -324,7 +328,7 @@ class Chain:
             first_take = seg.last is None
             if n:
                 seg.last = last or seg.last
-                seg.arrived = seg.took = time.monotonic()
+                seg.arrived = seg.took = self.clock.monotonic()
                 seg.first = seg.first or stamped[0]
                 seg.last_line = stamped[n - 1]
             if n < len(stamped) and seg.cut is None:
@@ -343,7 +347,7 @@ class Chain:
         """The newest segment's reader delivers lines stamped well before now (or waits for
         room in the spools to keep them, or waits for a busy consumer to take them: the
         Worker is not silent, the reader is held)."""
-        now = time.monotonic()
+        now = self.clock.monotonic()
         with self._lock:
             head = self.head
             held = head.waiting or head.handing
@@ -351,7 +355,7 @@ class Chain:
         return (
             last is not None
             and now - arrived < ARRIVING_SECONDS
-            and time.time() - last[0] > BEHIND_SECONDS
+            and self.clock.wall() - last[0] > BEHIND_SECONDS
         )
 
     def add(self, stamp: str) -> Segment | None:
@@ -365,7 +369,7 @@ class Chain:
             if head.start is not None and head.start >= key:
                 return None
             head.end = key
-            seg = Segment(stamp, key, spools=self.spools)
+            seg = Segment(stamp, key, arrived=self.clock.monotonic(), spools=self.spools)
             self.segments.append(seg)
             return seg
 
@@ -374,7 +378,7 @@ class Chain:
         hands lines on)."""
         with self._lock:
             head = self.head
-            return head, 0.0 if head.handing else time.monotonic() - head.arrived
+            return head, 0.0 if head.handing else self.clock.monotonic() - head.arrived
 
     def close_head(self, seg: Segment, current: str | None, *, anyway: bool = False) -> bool:
         """Mark ``seg`` final if it is the newest segment and its reader is on the current
@@ -408,7 +412,7 @@ class Chain:
         finally:
             with self._lock:
                 seg.handing = False
-                seg.arrived = time.monotonic()
+                seg.arrived = self.clock.monotonic()
 
     def stalled(self) -> list[Segment]:
         """Segments read to their file's end (a reader at the end of a rotated file waits
@@ -420,7 +424,7 @@ class Chain:
         left at its file's end is moved on by the kubelet at the log's next rotation, to the
         file then current: the files between are skipped, and a line its file ended inside
         is joined to another's end."""
-        now = time.monotonic()
+        now = self.clock.monotonic()
 
         def at_end(seg: Segment, nxt: Segment) -> bool:
             idle = now - seg.arrived
@@ -445,6 +449,24 @@ class Chain:
             for seg in found:
                 seg.complete = True
             return found
+
+    def within(self, seg: Segment, gap: Gap) -> Gap | None:
+        """The part of a gap ``seg``'s reader found that is ``seg``'s own: a read resumed
+        after its file was rotated is served a later file, and the lines from the next
+        segment's first line on are that segment's reader's (None: the gap is all theirs)."""
+        with self._lock:
+            at = self.segments.index(seg)
+            nxt = self.segments[at + 1] if at + 1 < len(self.segments) else None
+        if nxt is None or nxt.stamp is None or nxt.start is None:
+            return gap
+        try:
+            if stamp_key(gap.after) >= nxt.start:
+                return None
+            if stamp_key(gap.before) <= nxt.start:
+                return gap
+        except ValueError:
+            return gap
+        return Gap(gap.after, nxt.stamp, jump=gap.jump)
 
     def watched(self, gap: Gap) -> bool:
         """Whether no file can have been current unseen between the gap's two lines: the

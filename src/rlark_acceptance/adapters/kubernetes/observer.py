@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -37,6 +36,7 @@ from rlark_acceptance.adapters.base import (
     PodStatus,
     TargetUnreachable,
 )
+from rlark_acceptance.adapters.clock import clock_of
 from rlark_acceptance.adapters.kubernetes.logcursor import (
     Gap,
     LogCursor,
@@ -111,6 +111,7 @@ class Observer:
     ) -> None:
         self.adapter, self.ref, self.obs, self.stopper = adapter, ref, obs, stopper
         self.head_role = head_role
+        self.clock = clock_of(adapter)  # the run's: the log's timings, the probes' times
         self.not_ours: set[str] = set()
         self.following: str | None = None
         self.node: str | None = None  # the Worker's node, once bound
@@ -213,7 +214,7 @@ class Observer:
             start = self.following is None and head and container_started(pod)
             if start:
                 self.following = status.name
-                self._chain = Chain()
+                self._chain = Chain(self.clock)
             if head and status.node:
                 self.node = status.node
             # Held back while the log is still being read: put once it has been.
@@ -290,7 +291,7 @@ class Observer:
         """Whether the current file of the log could be asked for, and the stamp of its
         first line (None if it has none yet). An answer is noted in ``chain.probed`` with its
         request's time: it saw the file current between the two (``Chain.watched``)."""
-        sent = time.time()
+        sent = self.clock.wall()
         try:
             resp = open_log(
                 self.adapter.api,
@@ -307,7 +308,7 @@ class Observer:
                 resp.release_conn()
         except (ApiException, urllib3.exceptions.HTTPError, OSError):
             return False, None  # the readers meet the same API server and kubelet, and say so
-        chain.probed.append((sent, time.time()))
+        chain.probed.append((sent, self.clock.wall()))
         return True, first_stamp(body)
 
     def _new_file(self, pod: str, chain: Chain, stamp: str) -> None:
@@ -433,7 +434,7 @@ class Observer:
         A stream that breaks is opened again after the last line delivered; once the
         Worker is over and the stream idle, the rest is read in one request."""
         reach = self.adapter.reach
-        cursor = LogCursor()
+        cursor = LogCursor(self.clock.wall)
         kubelet_down: float | None = None
         while not self.stopper.stopped and not seg.complete:
             final = seg.final
@@ -457,8 +458,9 @@ class Observer:
                 if e.status is None or e.status < 500:
                     return  # the Pod is gone (404), or its log cannot be read: said by its status
                 # The API server answered; the kubelet behind it did not (or not yet).
-                kubelet_down = kubelet_down or time.monotonic()
-                if time.monotonic() - kubelet_down >= KUBELET_SECONDS:
+                if kubelet_down is None:  # (a scripted clock may well read 0)
+                    kubelet_down = self.clock.monotonic()
+                if self.clock.monotonic() - kubelet_down >= KUBELET_SECONDS:
                     self._gone(self._node_lost(pod, e))
                     return
                 self.stopper.event.wait(0.5)
@@ -543,6 +545,8 @@ class Observer:
         """Put the batch's new lines that are ``seg``'s; False once a line of the next
         file's segment is read (this segment is whole)."""
         new, gap = cursor.take_batch(batch, raw=cursor.stamped is not False)
+        if gap is not None and not gap.jump:  # a read resumed: later files have own readers
+            gap = chain.within(seg, gap)
         if gap is not None and not (gap.jump and chain.watched(gap)):
             self._rotated(gap)
         ours = True
@@ -603,7 +607,7 @@ class Observer:
                 beat = cond.get("lastHeartbeatTime")
                 if beat:
                     with contextlib.suppress(ValueError):
-                        age = f", last status {time.time() - stamp_key(beat)[0]:.0f} s ago"
+                        age = f", last status {self.clock.wall() - stamp_key(beat)[0]:.0f} s ago"
                 why = ": ".join(str(x) for x in (cond.get("reason"), cond.get("message")) if x)
                 state = f"; node Ready={cond.get('status')}" + (f" ({why})" if why else "") + age
         return TargetUnreachable(

@@ -19,7 +19,6 @@ import select
 import socket
 import ssl
 import threading
-import time
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any
@@ -36,6 +35,7 @@ from tenacity import (
 from tenacity.stop import stop_base
 
 from rlark_acceptance.adapters.base import Event, PodStatus, TargetUnreachable
+from rlark_acceptance.adapters.clock import SYSTEM, Clock
 from rlark_acceptance.model.job import ROLE_LABEL
 
 TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -65,9 +65,10 @@ class Reach:
     """Since when the API server has not answered, shared by every request of one adapter:
     an answer from any of them (an error status too) clears it."""
 
-    def __init__(self, server: str, bound: float) -> None:
+    def __init__(self, server: str, bound: float, clock: Clock = SYSTEM) -> None:
         self.server = server
         self.bound = bound
+        self.clock = clock
         self._since: float | None = None
         self._back_at: float | None = None
         self._last: BaseException | None = None
@@ -76,14 +77,14 @@ class Reach:
     def answered(self) -> None:
         with self._lock:
             if self._since is not None:
-                self._back_at = time.monotonic()
+                self._back_at = self.clock.monotonic()
             self._since = None
 
     def recovering(self) -> bool:
         """The API server came back moments ago (its caches may still be loading)."""
         with self._lock:
             back = self._back_at
-        return back is not None and time.monotonic() - back < RECOVERY_SECONDS
+        return back is not None and self.clock.monotonic() - back < RECOVERY_SECONDS
 
     def transient(self, exc: BaseException) -> bool:
         """Retried: a transport error, 429 / 5xx, or a refusal while the server recovers."""
@@ -97,12 +98,12 @@ class Reach:
     def failed(self, exc: BaseException) -> None:
         with self._lock:
             if self._since is None:
-                self._since = time.monotonic()
+                self._since = self.clock.monotonic()
             self._last = exc
 
     def down_for(self) -> float:
         with self._lock:
-            return 0.0 if self._since is None else time.monotonic() - self._since
+            return 0.0 if self._since is None else self.clock.monotonic() - self._since
 
     @property
     def lost(self) -> bool:

@@ -35,6 +35,7 @@ import yaml
 
 from rlark_acceptance.adapters import cleanup
 from rlark_acceptance.adapters.base import Event, JobRef, Observation, PodStatus, SubmitRejected
+from rlark_acceptance.adapters.clock import SYSTEM, Clock
 from rlark_acceptance.adapters.local.container import (
     ContainerError,
     copy_image_workspace,
@@ -93,8 +94,10 @@ class LocalAdapter:
         *,
         scratch_root: str | Path | None = None,
         install_signal_handlers: bool = True,
+        clock: Clock = SYSTEM,
     ) -> None:
         self.profile = profile
+        self.clock = clock
         self.options = options_of(LocalOptions, self.name, profile.target.options)
         self.node = profile.target.node or NodeSpec(
             "local-node", {"kubernetes.io/hostname": "local-node"}, 0
@@ -123,7 +126,12 @@ class LocalAdapter:
         labels = {**worker.labels, **({RUN_ID_LABEL: run_id} if run_id else {})}
         problem = unschedulable(worker, self.node)
         if problem:
-            pod = PodRun(PodStatus(worker.pod, None, "Pending", labels=labels), ref.namespace, None)
+            pod = PodRun(
+                PodStatus(worker.pod, None, "Pending", labels=labels),
+                ref.namespace,
+                None,
+                self.clock,
+            )
             record.pods.append(pod)
             pod.set_phase(reason="Unschedulable", message=problem)
             pod.event("FailedScheduling", problem, "Warning", "default-scheduler")
@@ -176,7 +184,7 @@ class LocalAdapter:
         run_dir.mkdir(parents=True, exist_ok=True)
         scratch = Path(tempfile.mkdtemp(prefix=f"{worker.pod[:40]}-", dir=run_dir))
         status = PodStatus(worker.pod, self.node.name, "Pending", labels=labels)
-        pod = PodRun(status, worker.namespace, scratch)
+        pod = PodRun(status, worker.namespace, scratch, self.clock)
         pod.hold_scratch()
         pod.set_phase()
         pod.event(
@@ -232,7 +240,7 @@ class LocalAdapter:
         return [] if record is None else [p.status for p in record.pods]
 
     def observe(self, ref: JobRef) -> Observation:
-        obs = Observation()
+        obs = Observation(clock=self.clock)
         for pod in self._record(ref).pods:
             pod.attach(obs)
         return obs

@@ -22,7 +22,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -38,6 +37,7 @@ from rlark_acceptance.adapters.base import (
     PodChanged,
     PodStatus,
 )
+from rlark_acceptance.adapters.clock import SYSTEM, Clock
 from rlark_acceptance.adapters.local.spec import (
     STATUS_ERROR,
     STATUS_MOUNT_FAILED,
@@ -82,7 +82,10 @@ def split_lines(data: bytes) -> list[str]:
 class PodRun:
     """A Pod's state as the adapter knows it; thread-safe."""
 
-    def __init__(self, status: PodStatus, namespace: str, scratch: Path | None) -> None:
+    def __init__(
+        self, status: PodStatus, namespace: str, scratch: Path | None, clock: Clock = SYSTEM
+    ) -> None:
+        self.clock = clock  # the run's: what the Pod's happenings are stamped with
         self.namespace = namespace
         self.scratch = scratch
         self.status = status
@@ -128,15 +131,15 @@ class PodRun:
     def set_phase(self, **changes: object) -> None:
         with self.lock:
             self.status = replace(self.status, **changes)  # type: ignore[arg-type]
-            self._post(PodChanged(time.monotonic(), self.status))
+            self._post(PodChanged(self.clock.monotonic(), self.status))
 
     def event(
         self, reason: str, message: str, type_: str = "Normal", source: str = "kubelet"
     ) -> None:
-        ev = Event(f"pod/{self.name}", reason, message, type_, source, time.time())
+        ev = Event(f"pod/{self.name}", reason, message, type_, source, self.clock.wall())
         with self.lock:
             self.events.append(ev)
-            self._post(EventSeen(time.monotonic(), ev))
+            self._post(EventSeen(self.clock.monotonic(), ev))
 
     def lines(self, lines: list[str], span: LogSpan) -> None:
         """Lines the Worker printed, at ``span`` of the log file."""
@@ -159,7 +162,7 @@ class PodRun:
     def end_log(self) -> None:
         with self.lock:
             self.ended = True
-            self._post(LogEnded(time.monotonic()))
+            self._post(LogEnded(self.clock.monotonic()))
 
     def attach(self, obs: Observation) -> None:
         """Replay everything so far into ``obs``, then keep it fed (no gap, no duplicate)."""
@@ -363,7 +366,7 @@ class _LogFile:
         self.written += len(data)
 
     def _post(self, data: bytes, *, whole: bool) -> None:
-        span = LogSpan(self.posted, self.posted + len(data), time.monotonic(), whole)
+        span = LogSpan(self.posted, self.posted + len(data), self.pod.clock.monotonic(), whole)
         self.posted = span.end
         self.pod.lines(split_lines(data), span)
 

@@ -3,12 +3,12 @@ turn on the engine, then the evidence and what the run leaves behind."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from rlark_acceptance.adapters.base import Adapter
+from rlark_acceptance.adapters.clock import clock_of
 from rlark_acceptance.model.doc_checks import CheckId
 from rlark_acceptance.model.job import Job
 from rlark_acceptance.model.timeouts import Bound
@@ -80,12 +80,13 @@ def confirm_running(
     *,
     on_phase: Callable[[PhaseResult], None] | None = None,
     on_progress: Callable[[Progress], None] | None = None,
-    clock: Callable[[], float] = time.monotonic,
+    clock: Callable[[], float] | None = None,
 ) -> RunRecord:
     """Submit ``plan.job`` and run Step 6; never raises for what the target does wrong.
 
     Raises ``Interrupted`` (a KeyboardInterrupt) with the record so far on SIGINT / SIGTERM.
     """
+    clock = clock_of(adapter).monotonic if clock is None else clock  # the adapter's
     where = Outputs.before_submission(adapter, plan)
     awaited, along = phases(plan, where.expected, where.events)
     training = tuple(p.check for p in awaited if p.check in TRAINING_IDS)

@@ -14,7 +14,6 @@ comes from ``clock``, so a scripted stream drives every transition in millisecon
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -33,6 +32,7 @@ from rlark_acceptance.adapters.base import (
     SubmitRejected,
     TargetUnreachable,
 )
+from rlark_acceptance.adapters.clock import clock_of
 from rlark_acceptance.model.doc_checks import CheckId
 from rlark_acceptance.model.profile import KeepOutputs
 from rlark_acceptance.model.timeouts import Bound, Timeouts
@@ -137,7 +137,7 @@ class Engine:
         signal: re.Pattern[str] | None,
         steps: re.Pattern[str] | None = None,
         read_along: Sequence[Phase] = (),
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] | None = None,
         on_phase: Callable[[PhaseResult], None] | None = None,
         on_progress: Callable[[Progress], None] | None = None,
         resume: bool = False,
@@ -145,7 +145,8 @@ class Engine:
         self.adapter = adapter
         self.rec = record
         self.timeouts = timeouts
-        self.clock = clock
+        # The adapter's unless given: the happenings it stamps are judged on their own clock.
+        self.clock = clock = clock_of(adapter).monotonic if clock is None else clock
         self.on_phase = on_phase
         self.on_progress = on_progress
         self.read_along = list(read_along)
