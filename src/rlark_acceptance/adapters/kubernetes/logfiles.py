@@ -454,10 +454,8 @@ class Chain:
         """The part of a gap ``seg``'s reader found that is ``seg``'s own: a read resumed
         after its file was rotated is served a later file, and the lines from the next
         segment's first line on are that segment's reader's (None: the gap is all theirs)."""
-        with self._lock:
-            at = self.segments.index(seg)
-            nxt = self.segments[at + 1] if at + 1 < len(self.segments) else None
-        if nxt is None or nxt.stamp is None or nxt.start is None:
+        nxt = self.after(seg)
+        if nxt is None or nxt.stamp is None or nxt.start is None:  # (only the first has none)
             return gap
         try:
             if stamp_key(gap.after) >= nxt.start:
@@ -495,7 +493,8 @@ class Chain:
         return stop - latest <= WATCH_GAP_SECONDS
 
     def after(self, seg: Segment) -> Segment | None:
-        """The segment after ``seg``, once ``seg`` is done; None if it was the last."""
+        """The segment after ``seg``; None while ``seg`` is the newest (the follow takes the
+        next one once ``seg`` is done; ``within`` asks while ``seg`` is read)."""
         with self._lock:
             at = self.segments.index(seg)
             return self.segments[at + 1] if at + 1 < len(self.segments) else None
