@@ -14,16 +14,15 @@ line is no longer in the file the kubelet serves: it rotated the log (at
 A follow loses lines the same way without breaking: the kubelet reads the file it opened
 to its end, then the file now at the log's path; a file rotated away in between (the
 reader more than one rotation behind the Worker) is skipped. Its mark is a jump of the
-stamps between two lines delivered well after they were written: a reader that keeps up
-sees a silence of the Worker as a wait, one far behind sees it as a jump. While the follow
-is behind, ``logfiles.py`` gives each file a reader before it is rotated past, and a jump
-that probes of every file then saw is the Worker's own silence.
+stamps. It is no mark of lateness: a follow that waited at the end of a file rotated before
+it got to it is moved on by the kubelet at the next rotation, past the files between, and
+then reads the newest lines as they come, as one that keeps up does. So every jump is
+said, and the log machine (``logmachine.py``) sets it against the probes: one they saw
+every file of (``logfiles.Chain.watched``) is the Worker's own silence.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -54,10 +53,9 @@ def since_time(stamp: str) -> str:
     return datetime.fromtimestamp(int(seconds), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-# Two consecutive lines stamped this far apart, delivered this long after the later one was
-# written: the follow may have skipped a rotated file (the kubelet checks sizes every 10 s).
+# Two consecutive lines stamped this far apart: the follow may have skipped a rotated file
+# (the kubelet checks sizes every 10 s), or the Worker was silent.
 SKIP_SECONDS = 1.0
-BEHIND_SECONDS = 5.0
 # ... on a stream that has delivered this much already: a rotated file holds at least
 # containerLogMaxSize (10 MiB by default), while the backlog a read resumed after an API
 # server outage delivers at once is an ordinary Worker's few lines, silences included.
@@ -84,8 +82,7 @@ class LogCursor:
     A log served without stamps (a kubelet stand-in that ignores ``timestamps``) is
     resumed by count instead: read from its start, the lines delivered already skipped."""
 
-    def __init__(self, now: Callable[[], float] = time.time) -> None:
-        self.now = now
+    def __init__(self) -> None:
         self.stamp: str | None = None
         self.same = 0
         # The texts of the delivered lines that carry ``stamp`` (the last ``same``, at most
@@ -161,14 +158,12 @@ class LogCursor:
         return texts, gap
 
     def _skipped(self, parts: list[tuple[str, str, str]]) -> Gap | None:
-        """The first jump of the stamps in ``parts`` (after the last line delivered) that a
-        follow far behind the Worker shows when the kubelet skipped a rotated file."""
+        """The first jump of the stamps in ``parts`` (after the last line delivered): a
+        rotated file the kubelet skipped, or the Worker's silence (the probes tell)."""
         prev = self.stamp
         if self._streamed < SKIP_AFTER_BYTES or prev is None or prev[:19] == parts[-1][0][:19]:
             return None  # the batch stays within the second of the last line: no jump
         try:
-            if self.now() - stamp_key(parts[-1][0])[0] < BEHIND_SECONDS:
-                return None  # the reader keeps up: a jump is the Worker's own silence
             for stamp, _, _ in parts:
                 jumped = stamp[:19] != prev[:19]
                 if jumped and stamp_key(stamp)[0] - stamp_key(prev)[0] > SKIP_SECONDS:

@@ -25,7 +25,7 @@ import threading
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO
 
 from rlark_acceptance.adapters.clock import SYSTEM, Clock
 from rlark_acceptance.adapters.kubernetes.logcursor import Gap, stamp_key
@@ -141,7 +141,9 @@ class Segment:
     # Read to its file's end: idle while the next segment has lines, its file rotated
     # (nothing more is written to a file once its successor has a line).
     complete: bool = False
-    resp: Any = None  # its reader's open stream, shut down once complete
+    # Its reader's stream is open: only such a reader can be idle at its file's end (one
+    # between two requests has shown nothing of where it is).
+    reading: bool = False
     # Its reader is handing lines on (to a Step 6 busy elsewhere, it may wait): not idle,
     # whatever the time since its last lines arrived.
     handing: bool = False
@@ -294,8 +296,9 @@ class Segment:
 
 
 class Chain:
-    """The segments of one Worker's log, in order; one lock decides what each has taken,
-    so a segment added for a file cuts off its predecessor exactly at that file's start."""
+    """The segments of one Worker's log, in order: what each has taken, so a segment added
+    for a file cuts off its predecessor exactly at that file's start. Kept by the log
+    machine (``logmachine.py``), which its callers feed under one lock."""
 
     def __init__(self, clock: Clock = SYSTEM) -> None:
         self.clock = clock
@@ -308,7 +311,8 @@ class Chain:
         # node's stamps). The file it names was current at some moment between the two,
         # which one is not known.
         self.probed: deque[tuple[float, float]] = deque(maxlen=PROBES_KEPT)
-        self._lock = threading.Lock()
+        # ... and unanswered (the API server or the kubelet down): when each was sent.
+        self.unanswered: deque[float] = deque(maxlen=PROBES_KEPT)
 
     @property
     def head(self) -> Segment:
@@ -318,21 +322,18 @@ class Chain:
         """How many of the new stamped lines belong to ``seg`` (those before the next
         segment's start), noted as taken; and, for a segment's first lines, the gap a
         first line later than its file's shows (the kubelet rotated that file before it
-        was asked for). The cut is found outside the lock (every reader takes a batch at a
-        time) and found again only if a new file was added meanwhile."""
-        end = seg.end
-        n, last = _cut(stamped, end)
-        with self._lock:
-            if seg.end != end:
-                n, last = _cut(stamped, seg.end)
-            first_take = seg.last is None
-            if n:
-                seg.last = last or seg.last
-                seg.arrived = seg.took = self.clock.monotonic()
-                seg.first = seg.first or stamped[0]
-                seg.last_line = stamped[n - 1]
-            if n < len(stamped) and seg.cut is None:
-                seg.cut = stamped[n]
+        was asked for)."""
+        n, last = _cut(stamped, seg.end)
+        first_take = seg.last is None
+        if n:
+            seg.last = last or seg.last
+            seg.arrived = seg.took = self.clock.monotonic()
+            seg.first = seg.first or stamped[0]
+            seg.last_line = stamped[n - 1]
+            if seg is self.head and last is not None:
+                self._kept_up(last)
+        if n < len(stamped) and seg.cut is None:
+            seg.cut = stamped[n]
         if not n or not first_take or seg.stamp is None or seg.start is None:
             return n, None
         first = stamped[0].partition(" ")[0]
@@ -343,15 +344,23 @@ class Chain:
         seg.gapped = later
         return n, Gap(seg.stamp, first) if later else None
 
+    def _kept_up(self, last: Key) -> None:
+        """The newest reader took a line written less than ``BEHIND_SECONDS`` ago: it reads
+        the current file as it is written (a rotation it follows into the next), so that
+        file was seen then, as a probe sees it (``watched``; noted twice a second at most)."""
+        wall = self.clock.wall()
+        fresh = wall - (last[0] + last[1] / 1e9) < BEHIND_SECONDS
+        if fresh and (not self.probed or wall - self.probed[-1][1] >= 0.5):
+            self.probed.append((wall, wall))
+
     def behind(self) -> bool:
         """The newest segment's reader delivers lines stamped well before now (or waits for
         room in the spools to keep them, or waits for a busy consumer to take them: the
         Worker is not silent, the reader is held)."""
         now = self.clock.monotonic()
-        with self._lock:
-            head = self.head
-            held = head.waiting or head.handing
-            last, arrived = head.last, now if held else head.arrived
+        head = self.head
+        held = head.waiting or head.handing
+        last, arrived = head.last, now if held else head.arrived
         return (
             last is not None
             and now - arrived < ARRIVING_SECONDS
@@ -362,23 +371,21 @@ class Chain:
         """A segment from the file whose first line is stamped ``stamp``, unless the newest
         segment has taken that line already (it read into that file itself) or is done."""
         key = stamp_key(stamp)
-        with self._lock:
-            head = self.head
-            if head.done or head.final or (head.last is not None and head.last >= key):
-                return None
-            if head.start is not None and head.start >= key:
-                return None
-            head.end = key
-            seg = Segment(stamp, key, arrived=self.clock.monotonic(), spools=self.spools)
-            self.segments.append(seg)
-            return seg
+        head = self.head
+        if head.done or head.final or (head.last is not None and head.last >= key):
+            return None
+        if head.start is not None and head.start >= key:
+            return None
+        head.end = key
+        seg = Segment(stamp, key, arrived=self.clock.monotonic(), spools=self.spools)
+        self.segments.append(seg)
+        return seg
 
     def idle(self) -> tuple[Segment, float]:
         """The newest segment, and for how long its reader has delivered nothing (0 while it
         hands lines on)."""
-        with self._lock:
-            head = self.head
-            return head, 0.0 if head.handing else self.clock.monotonic() - head.arrived
+        head = self.head
+        return head, 0.0 if head.handing else self.clock.monotonic() - head.arrived
 
     def close_head(self, seg: Segment, current: str | None, *, anyway: bool = False) -> bool:
         """Mark ``seg`` final if it is the newest segment and its reader is on the current
@@ -390,29 +397,23 @@ class Chain:
         if current is not None:
             with contextlib.suppress(ValueError):
                 key = stamp_key(current)
-        with self._lock:
-            on_current = (
-                key is None
-                or (seg.last is not None and seg.last >= key)
-                or (seg.start is not None and seg.start >= key)
-            )
-            if seg is not self.head or seg.done or not (on_current or anyway):
-                return False
-            seg.final = True
-            return True
+        on_current = (
+            key is None
+            or (seg.last is not None and seg.last >= key)
+            or (seg.start is not None and seg.start >= key)
+        )
+        if seg is not self.head or seg.done or not (on_current or anyway):
+            return False
+        seg.final = True
+        return True
 
-    @contextlib.contextmanager
-    def handing(self, seg: Segment) -> Iterator[None]:
-        """``seg``'s reader hands lines on: it is not idle until it has, and its idle time
-        counts from then (the consumer's wait is not the file's silence)."""
-        with self._lock:
-            seg.handing = True
-        try:
-            yield
-        finally:
-            with self._lock:
-                seg.handing = False
-                seg.arrived = self.clock.monotonic()
+    def held(self, seg: Segment, held: bool) -> None:
+        """``seg``'s reader hands lines on (``held``: it may wait for a busy consumer or for
+        room in the spools) or has: it is not idle meanwhile, and its idle time counts from
+        the handing's end (the consumer's wait is not the file's silence)."""
+        seg.handing = held
+        if not held:
+            seg.arrived = self.clock.monotonic()
 
     def stalled(self) -> list[Segment]:
         """Segments read to their file's end (a reader at the end of a rotated file waits
@@ -437,18 +438,18 @@ class Chain:
                 other.took - seg.arrived >= FILE_IDLE_SECONDS for other in others
             )
 
-        with self._lock:
-            found = [
-                seg
-                for seg, nxt in zip(self.segments, self.segments[1:], strict=False)
-                if not (seg.done or seg.complete or seg.handing)
-                and seg.last is not None
-                and nxt.last is not None
-                and at_end(seg, nxt)
-            ]
-            for seg in found:
-                seg.complete = True
-            return found
+        found = [
+            seg
+            for seg, nxt in zip(self.segments, self.segments[1:], strict=False)
+            if not (seg.done or seg.complete or seg.handing)
+            and seg.reading
+            and seg.last is not None
+            and nxt.last is not None
+            and at_end(seg, nxt)
+        ]
+        for seg in found:
+            seg.complete = True
+        return found
 
     def within(self, seg: Segment, gap: Gap) -> Gap | None:
         """The part of a gap ``seg``'s reader found that is ``seg``'s own: a read resumed
@@ -477,14 +478,19 @@ class Chain:
         moment is taken as its request's time against a later moment, as its answer's
         against an earlier one. The whole jump counts, also past the next segment's first
         line: the readers of later files stop at their files' ends, so a file between two
-        of them that no probe saw is lost without any other reader noticing."""
+        of them that no probe saw is lost without any other reader noticing.
+
+        A probe left unanswered in between makes it unseen: a file seen empty before it (a
+        Worker silent since the rotation) may have got its lines and been rotated while the
+        API server was down, though it was current for 10 s."""
         try:
             a, b = stamp_key(gap.after), stamp_key(gap.before)
         except ValueError:
             return False
         start, stop = a[0] + a[1] / 1e9, b[0] + b[1] / 1e9
-        with self._lock:
-            probes = sorted(p for p in self.probed if start <= p[1] and p[0] <= stop)
+        if any(start <= sent <= stop for sent in self.unanswered):
+            return False
+        probes = sorted(p for p in self.probed if start <= p[1] and p[0] <= stop)
         latest = start  # the latest moment a file was last seen, at the earliest
         for sent, answered in probes:
             if answered - latest > WATCH_GAP_SECONDS:
@@ -495,9 +501,8 @@ class Chain:
     def after(self, seg: Segment) -> Segment | None:
         """The segment after ``seg``; None while ``seg`` is the newest (the follow takes the
         next one once ``seg`` is done; ``within`` asks while ``seg`` is read)."""
-        with self._lock:
-            at = self.segments.index(seg)
-            return self.segments[at + 1] if at + 1 < len(self.segments) else None
+        at = self.segments.index(seg)
+        return self.segments[at + 1] if at + 1 < len(self.segments) else None
 
 
 def continued(prev: Segment, seg: Segment, texts: list[str]) -> list[str]:

@@ -6,9 +6,11 @@
 - The Worker's log: followed with the kubelet's stamps (``logcursor.py``), so a stream
   broken by the API server or the kubelet resumes where it stopped, no line lost or
   doubled; while the follow is behind the Worker, every file the kubelet rotates gets a
-  reader of its own before it is rotated past (``logfiles.py``). When the API server
-  answers but the node's kubelet does not for ``KUBELET_SECONDS``, the observation is
-  ``lost()``, naming the node and its state.
+  reader of its own before it is rotated past (``logfiles.py``). What each reader does
+  next is the log machine's decision (``logmachine.py``): the threads here only read,
+  feed it what they got and carry its actions out. When the API server answers but the
+  node's kubelet does not for ``KUBELET_SECONDS``, the observation is ``lost()``, naming
+  the node and its state.
 - The Worker's terminal Pod status is held back until its log has been read to the end:
   a Worker that printed a lot just before it ended is judged on every line it printed,
   not on the lines that happened to be read when its Pod turned Succeeded. The log is read
@@ -19,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable
 from typing import Any, Protocol
 
 import urllib3
@@ -39,20 +40,39 @@ from rlark_acceptance.adapters.base import (
 from rlark_acceptance.adapters.clock import clock_of
 from rlark_acceptance.adapters.kubernetes.logcursor import (
     Gap,
-    LogCursor,
     open_log,
-    since_time,
     stamp_key,
 )
-from rlark_acceptance.adapters.kubernetes.logfiles import (
-    FILE_SILENT_SECONDS,
-    PROBE_BYTES,
-    PROBE_SECONDS,
-    Chain,
-    Segment,
-    continued,
-    first_stamp,
+from rlark_acceptance.adapters.kubernetes.logfiles import PROBE_BYTES, Chain, continued
+from rlark_acceptance.adapters.kubernetes.logmachine import (
+    KUBELET_SECONDS,
+    Begin,
+    Broke,
+    Ended,
+    Failed,
+    Finish,
+    Held,
+    Lines,
+    LogMachine,
+    Lost,
+    NodeLost,
+    Open,
+    Opened,
+    Over,
+    Probe,
+    Probed,
+    Put,
+    Quit,
+    Raise,
+    Read,
+    Refused,
+    Resume,
+    Shut,
+    Step,
+    Tick,
+    Wait,
 )
+from rlark_acceptance.adapters.kubernetes.logmachine import Event as LogEvent
 from rlark_acceptance.adapters.kubernetes.stream import (
     Item,
     LineSplitter,
@@ -62,6 +82,7 @@ from rlark_acceptance.adapters.kubernetes.stream import (
     batches,
     container_started,
     event_of,
+    finished_at,
     get_json,
     interrupt,
     is_role,
@@ -88,14 +109,8 @@ class Watching(Protocol):
     def _involves(self, ref: JobRef, ev: Item, pods: set[str]) -> bool: ...
 
 
-# The API server answers but cannot reach the node's kubelet for this long: the node is
-# named as lost (a kubelet restarting takes a second or two).
-KUBELET_SECONDS = 5.0
-# A Worker that is over and whose newest log reader delivered nothing for this long, on
-# the current file: the rest is read in one request (kwok never closes a followed log; a
-# kubelet closes it at its next check after the container's end). A reader of a rotated
-# file is never cut so: the kubelet closes it at its file's end, or ``Chain.stalled``.
-IDLE_SECONDS = 1.0
+# The log machine is given the time this often.
+TICK_SECONDS = 0.25
 
 
 class Observer:
@@ -124,7 +139,12 @@ class Observer:
         self._lost = False
         self._log_done = False
         self._held: PodStatus | None = None  # the terminal status, until the log is read
-        self._chain: Chain | None = None  # the log's segments, once it is followed
+        # The log's reading, once it is followed: its machine, fed under its lock, and what
+        # its readers' threads hold (their open streams, the errors they met).
+        self._machine: LogMachine | None = None
+        self._log_lock = threading.Lock()
+        self._streams: dict[int, Any] = {}
+        self._errors: dict[int, BaseException] = {}
         self._blind = False
 
     def start(self) -> None:
@@ -214,7 +234,7 @@ class Observer:
             start = self.following is None and head and container_started(pod)
             if start:
                 self.following = status.name
-                self._chain = Chain(self.clock)
+                self._machine = LogMachine(self.clock.monotonic(), self.clock.wall())
             if head and status.node:
                 self.node = status.node
             # Held back while the log is still being read: put once it has been.
@@ -224,10 +244,9 @@ class Observer:
         if not hold:
             self.obs.put_pod(status)
         if start:
-            assert self._chain is not None
-            self._thread("log", self._follow, status.name, self._chain)
+            self._thread("log", self._follow)
         if over:
-            self._worker_over()
+            self._worker_over(finished_at(pod))
 
     def _end_once(self) -> None:
         with self._lock:
@@ -246,7 +265,7 @@ class Observer:
             self.obs.put_pod(held)
         self._end_once()
 
-    def _worker_over(self) -> None:
+    def _worker_over(self, finished: float | None) -> None:
         """End the observation once the Worker can print nothing more."""
         with self._lock:
             if self._over:
@@ -256,67 +275,7 @@ class Observer:
         if following is None:  # its container never started: there is no log to read
             self._end_once()
             return
-        chain = self._chain
-        assert chain is not None
-        cleanup.spawn(
-            f"k8s-log-idle-{self.ref.name}", lambda: self._cut_when_idle(following, chain)
-        )
-
-    def _cut_when_idle(self, pod: str, chain: Chain) -> None:
-        """The container has exited, so its log is complete: once the newest reader has
-        delivered nothing for IDLE_SECONDS, and its file is the current one, it stops
-        following and reads the rest at once. Where the current file is a later one (a
-        loaded machine held the reader off the CPU while the kubelet rotated), that file
-        gets a reader first, and the newest reader goes on to its own file's end. The idle
-        time is the reader's own, so lines handed on to a busy Step 6 do not count as
-        silence, nor does one reader's quiet cut another."""
-        while not self.stopper.stopped and not self._log_done:
-            head, idle = chain.idle()
-            if idle >= IDLE_SECONDS:
-                known, current = self._current_first(pod, chain)
-                # Unknown (the API server did not answer) past FILE_SILENT_SECONDS: the
-                # reader's own stream is likely down too; its final read says so.
-                anyway = not known and idle >= FILE_SILENT_SECONDS
-                if (known or anyway) and chain.close_head(head, current, anyway=anyway):
-                    with contextlib.suppress(Exception):  # a stream already closed
-                        if head.resp is not None:
-                            interrupt(head.resp)
-                    return
-                if known and current is not None:
-                    self._new_file(pod, chain, current)
-                idle = 0.0
-            self.stopper.event.wait(IDLE_SECONDS - idle + 0.05)
-
-    def _current_first(self, pod: str, chain: Chain) -> tuple[bool, str | None]:
-        """Whether the current file of the log could be asked for, and the stamp of its
-        first line (None if it has none yet). An answer is noted in ``chain.probed`` with its
-        request's time: it saw the file current between the two (``Chain.watched``)."""
-        sent = self.clock.wall()
-        try:
-            resp = open_log(
-                self.adapter.api,
-                self.ref.namespace,
-                pod,
-                follow=False,
-                since=None,
-                timeout=(5, 10),
-                limit=PROBE_BYTES,
-            )
-            try:
-                body = resp.data.decode("utf-8", "replace")
-            finally:
-                resp.release_conn()
-        except (ApiException, urllib3.exceptions.HTTPError, OSError):
-            return False, None  # the readers meet the same API server and kubelet, and say so
-        chain.probed.append((sent, self.clock.wall()))
-        return True, first_stamp(body)
-
-    def _new_file(self, pod: str, chain: Chain, stamp: str) -> None:
-        """A reader of its own for the file whose first line is stamped ``stamp``, unless the
-        newest reader has that line already."""
-        seg = chain.add(stamp)
-        if seg is not None:
-            self._thread("log-file", self._read_file, pod, chain, seg)
+        self._feed(Over(finished))
 
     def _on_event(self, kind: str, ev: Item) -> None:
         if kind == "DELETED":  # Events expire; that is not news
@@ -345,35 +304,204 @@ class Observer:
             self.obs.put_event(event_of(ev))
 
     # --- the Worker's log -------------------------------------------------------------------
-    def _follow(self, pod: str, chain: Chain) -> None:
+    # The decisions are the log machine's (``logmachine.py``); these threads only do the
+    # blocking reads, feed what they got in under ``_log_lock``, and carry its actions out.
+    def _feed(self, ev: LogEvent) -> Step | None:
+        """Feed ``ev`` to the log machine and carry out its actions; the step it gives the
+        thread that fed it (None: a reader reads on)."""
+        machine = self._machine
+        assert machine is not None
+        with self._log_lock:
+            acts = machine.feed(ev, self.clock.monotonic(), self.clock.wall())
+        step: Step | None = None
+        for act in acts:
+            match act:
+                case Put():
+                    self._put(machine, act)
+                case Lost(gap):
+                    self._rotated(gap)
+                case Shut(k):
+                    resp = self._streams.get(k)
+                    with contextlib.suppress(Exception):  # a stream already closed
+                        if resp is not None:
+                            interrupt(resp)
+                case Read(k):
+                    self._thread("log-file", self._reader, k)
+                case NodeLost(k):
+                    error = self._errors.get(k)
+                    assert isinstance(error, ApiException)
+                    self._gone(self._node_lost(error))
+                case Finish(k):
+                    machine.segments[k].finish()  # wakes the one putting its spool
+                    step = act
+                case _:
+                    step = act
+        return step
+
+    def _put(self, machine: LogMachine, put: Put) -> None:
+        """The first segment's lines go out as they are read; a later one's wait in its spool
+        until the segments before it are put (or go out at once, if it has been). Meanwhile
+        the reader is held, not idle: a Step 6 busy elsewhere is not the file's silence."""
+        seg = machine.segments[put.seg]
+        self._feed(Held(put.seg, True))
+        try:
+            if put.seg == 0 or not seg.spool(put.texts, put.written, self.stopper.event):
+                self.obs.put_lines(put.texts, put.written)
+        finally:
+            self._feed(Held(put.seg, False))
+
+    def _reader(self, k: int) -> None:
+        """Segment ``k``'s reader: its stream opened, read and opened again as the machine
+        says, until its segment is read."""
+        try:
+            step = self._feed(Begin(k))
+            while step is not None and not isinstance(step, Finish):
+                if self.stopper.stopped:
+                    break
+                match step:
+                    case Wait(_, seconds):
+                        self.stopper.event.wait(seconds)
+                        step = self._feed(Resume(k))
+                    case Probe():
+                        step = self._feed(self._current_first(k))
+                    case Raise():
+                        raise self._errors.pop(k)
+                    case Failed():
+                        step = self._broken_off(k)
+                    case Open():
+                        step = self._stream(step)
+        finally:
+            if self.stopper.stopped:
+                self._feed(Quit(k))
+            assert self._machine is not None
+            self._machine.segments[k].finish()
+
+    def _broken_off(self, k: int) -> Step | None:
+        """A transport failure reading the log: given up past the API server's bound (the
+        observation then lost), else read again after a wait."""
+        reach = self.adapter.reach
+        reach.failed(self._errors.pop(k))
+        if reach.lost:
+            self._gone(reach.error())
+            self._feed(Quit(k))
+            return Finish(k)
+        self.stopper.event.wait(min(2.0, 0.2 + reach.down_for() / 4))
+        return self._feed(Resume(k))
+
+    def _stream(self, op: Open) -> Step | None:
+        """One request of a reader and its stream, read to its end, its break, or the step
+        the machine gives meanwhile."""
+        k, pod, reach = op.seg, self.following, self.adapter.reach
+        assert pod is not None
+        try:
+            resp = open_log(
+                self.adapter.api,
+                self.ref.namespace,
+                pod,
+                follow=op.follow,
+                since=op.since,
+                timeout=(10, None if op.follow else 60),
+            )
+        except ApiException as e:
+            reach.answered()
+            self._errors[k] = e
+            return self._feed(Refused(k, e.status, reach.transient(e)))
+        except (urllib3.exceptions.HTTPError, OSError) as e:
+            self._errors[k] = e
+            return Failed(k)
+        reach.answered()
+        if not self.stopper.register(resp):
+            return Finish(k)
+        self._streams[k] = resp
+        # A text after the stream's last newline is a line still being written (read again by
+        # the next request), or, at a rotated file's end, the head of the line the Worker was
+        # writing when the kubelet rotated its log (the runtime's logger for the old file
+        # ends with it as a partial entry; the next segment's first line is its rest).
+        split = LineSplitter()
+        try:
+            step = self._feed(Opened(k))
+            if step is not None:
+                return step
+            try:
+                for batch in batches(resp, split):
+                    step = self._feed(Lines(k, batch))
+                    if step is not None:
+                        return step
+            except Exception as e:  # shut under it by a stop or a cut; HTTP/OS errors retried
+                if self.stopper.stopped:
+                    return Finish(k)
+                self._errors[k] = e
+                transport = isinstance(e, urllib3.exceptions.HTTPError | OSError)
+                return self._feed(Broke(k, split.rest, transport))
+            return self._feed(Ended(k, split.rest))
+        finally:
+            self._streams.pop(k, None)
+            self.stopper.unregister(resp)
+
+    def _current_first(self, asker: int | None) -> Probed:
+        """The current file's first line, asked with ``limitBytes`` (None if the request
+        failed), for the log machine: the reader ``asker``'s question, or the ticks'."""
+        pod = self.following
+        assert pod is not None
+        sent, body = self.clock.wall(), None
+        try:
+            resp = open_log(
+                self.adapter.api,
+                self.ref.namespace,
+                pod,
+                follow=False,
+                since=None,
+                timeout=(5, 10),
+                limit=PROBE_BYTES,
+            )
+            try:
+                body = resp.data.decode("utf-8", "replace")
+            finally:
+                resp.release_conn()
+        except (ApiException, urllib3.exceptions.HTTPError, OSError):
+            body = None  # the readers meet the same API server and kubelet, and say so
+        return Probed(asker, sent, self.clock.wall(), body)
+
+    def _ticks(self) -> None:
+        """Time for the log machine: readers at their rotated files' ends are shut, and the
+        current file is asked for while the newest reader is behind, or idle once the
+        Worker is over."""
+        while not self.stopper.event.wait(TICK_SECONDS) and not self._log_done:
+            if isinstance(self._feed(Tick()), Probe):
+                self._feed(self._current_first(None))
+
+    def _follow(self) -> None:
         """The log in order: the follow, then each file a reader of its own took while
         the follow was behind (``logfiles.py``)."""
-        first = chain.head
+        machine = self._machine
+        assert machine is not None
         said = 0  # the files read ahead that a LogReadAhead Event counted
         try:
-            self._thread("log-files", self._probe_files, pod, chain)
-            try:
-                self._read_log(pod, chain, first, self.obs.put_lines)
-            finally:
-                first.finish()
-            prev, seg = first, chain.after(first)
-            while seg is not None and not self.stopper.stopped:
-                if chain.after(seg) is None:
+            self._thread("log-ticks", self._ticks)
+            self._reader(0)
+            k = 1
+            while k < len(machine.segments) and not self.stopper.stopped:
+                prev, seg = machine.segments[k - 1], machine.segments[k]
+                if k + 1 == len(machine.segments):
                     # The newest file's lines come next: the follow has caught up with the
                     # files read ahead. Said now: Step 6 often decides, and closes the stream,
                     # before the Worker's log ends, and an Event put after that is dropped.
-                    said = self._read_ahead(chain, said)
+                    said = self._read_ahead(machine.chain, said)
                 joined = False
                 for batch, written in seg.spooled(self.stopper.event):
                     if not joined:
-                        batch, joined = continued(prev, seg, batch), True
+                        with self._log_lock:
+                            batch, joined = continued(prev, seg, batch), True
                     self.obs.put_lines(batch, written)
-                if not joined and (rest := continued(prev, seg, [])):  # no line of its own
-                    self.obs.put_lines(rest, None)
-                prev, seg = seg, chain.after(seg)
+                if not joined:
+                    with self._log_lock:
+                        rest = continued(prev, seg, [])
+                    if rest:  # no line of its own
+                        self.obs.put_lines(rest, None)
+                k += 1
         finally:
             if not self.stopper.stopped:
-                self._read_ahead(chain, said)
+                self._read_ahead(machine.chain, said)
                 self._log_read()
 
     def _read_ahead(self, chain: Chain, said: int) -> int:
@@ -396,181 +524,6 @@ class Observer:
         )
         return files
 
-    def _probe_files(self, pod: str, chain: Chain) -> None:
-        """While the log's newest reader is behind, ask for the current file's first line;
-        a file that is new gets a reader of its own before the kubelet rotates it past."""
-        while not self.stopper.event.wait(PROBE_SECONDS) and not self._log_done:
-            for idle in chain.stalled():
-                with contextlib.suppress(Exception):  # a stream already closed
-                    if idle.resp is not None:
-                        interrupt(idle.resp)
-            if chain.head.done or not chain.behind():
-                continue
-            known, stamp = self._current_first(pod, chain)
-            if known and stamp is not None:
-                self._new_file(pod, chain, stamp)
-
-    def _read_file(self, pod: str, chain: Chain, seg: Segment) -> None:
-        def put(lines: list[str], written: float | None) -> None:
-            # Read late, after the next file's: put now. Past the spools' bound, waits.
-            if not seg.spool(lines, written, self.stopper.event):
-                self.obs.put_lines(lines, written)
-
-        try:
-            self._read_log(pod, chain, seg, put)
-        finally:
-            seg.finish()
-
-    def _read_log(
-        self,
-        pod: str,
-        chain: Chain,
-        seg: Segment,
-        put: Callable[[list[str], float | None], None],
-    ) -> None:
-        """Put each log line of ``seg`` once, as it is written, until the segment's end or
-        the log's.
-
-        A stream that breaks is opened again after the last line delivered; once the
-        Worker is over and the stream idle, the rest is read in one request."""
-        reach = self.adapter.reach
-        cursor = LogCursor(self.clock.wall)
-        kubelet_down: float | None = None
-        while not self.stopper.stopped and not seg.complete:
-            final = seg.final
-            cursor.resume()
-            try:
-                resp = open_log(
-                    self.adapter.api,
-                    self.ref.namespace,
-                    pod,
-                    follow=not final,
-                    since=cursor.since() or (since_time(seg.stamp) if seg.stamp else None),
-                    timeout=(10, 60 if final else None),
-                )
-            except ApiException as e:
-                reach.answered()
-                if e.status in (401, 403) and reach.transient(e):
-                    self.stopper.event.wait(0.5)  # the API server's RBAC is still loading
-                    continue
-                if e.status == 403:
-                    raise
-                if e.status is None or e.status < 500:
-                    return  # the Pod is gone (404), or its log cannot be read: said by its status
-                # The API server answered; the kubelet behind it did not (or not yet).
-                if kubelet_down is None:  # (a scripted clock may well read 0)
-                    kubelet_down = self.clock.monotonic()
-                if self.clock.monotonic() - kubelet_down >= KUBELET_SECONDS:
-                    self._gone(self._node_lost(pod, e))
-                    return
-                self.stopper.event.wait(0.5)
-                continue
-            except (urllib3.exceptions.HTTPError, OSError) as e:
-                if self._unreachable(e):
-                    return
-                continue
-            reach.answered()
-            kubelet_down = None
-            if not self.stopper.register(resp):
-                return
-            seg.resp = resp
-            if seg.final and not final:  # cut between the request and now
-                seg.resp = None
-                self.stopper.unregister(resp)
-                continue
-            whole = False
-            # A text after the stream's last newline is a line still being written (read
-            # again by the next request), or, at a rotated file's end, the head of the line
-            # the Worker was writing when the kubelet rotated its log (the runtime's logger
-            # for the old file ends with it as a partial entry; the next segment's first
-            # line is its rest).
-            split = LineSplitter()
-            try:
-                for batch in batches(resp, split):
-                    if not self._take(batch, cursor, chain, seg, put):
-                        return  # the next file's reader has the rest
-                whole = True
-            except Exception as e:  # closed under it by a stop or a cut; HTTP/OS errors retried
-                if self.stopper.stopped:
-                    return
-                if seg.complete:
-                    self._file_ends(seg, split)
-                    return
-                if not isinstance(e, urllib3.exceptions.HTTPError | OSError):
-                    raise
-                if not (seg.final and not final) and self._unreachable(e):
-                    return
-            finally:
-                seg.resp = None
-                self.stopper.unregister(resp)
-            if whole and self._over and seg.end is None and not seg.final:
-                # The kubelet closed the follow at its file's end: the container has exited.
-                # A reader that fell behind was on a rotated file, whose end is not the
-                # log's: the current file gets a reader of its own; else (that file is its
-                # own, or the API server did not answer) this one reads what the current
-                # file holds after the last line delivered.
-                _, current = self._current_first(pod, chain)
-                if not chain.close_head(seg, current) and current is not None:
-                    self._new_file(pod, chain, current)
-            if (whole and seg.end is not None and self._over) or seg.complete:
-                self._file_ends(seg, split)
-                return  # closed at its rotated file's end: the next segment has the rest
-            if final and whole:
-                if split.rest:  # the log's last line, written without a newline
-                    self._take([split.rest], cursor, chain, seg, put)
-                return  # read to the end of a container that has exited
-            if seg.final:
-                continue  # read the rest at once
-            if whole:
-                # Closed before the Worker is known to be over (the API server or kubelet
-                # restarting): follow again from the last line.
-                self.stopper.event.wait(0.2)
-
-    @staticmethod
-    def _file_ends(seg: Segment, split: LineSplitter) -> None:
-        """``seg``'s reader is at its file's end: what it read after the last newline is the
-        head of the next file's first line (``logfiles.continued`` joins them)."""
-        rest = split.rest
-        if rest:
-            seg.tail = rest.partition(" ")[2] if first_stamp(rest) is not None else rest
-
-    def _take(
-        self,
-        batch: list[str],
-        cursor: LogCursor,
-        chain: Chain,
-        seg: Segment,
-        put: Callable[[list[str], float | None], None],
-    ) -> bool:
-        """Put the batch's new lines that are ``seg``'s; False once a line of the next
-        file's segment is read (this segment is whole)."""
-        new, gap = cursor.take_batch(batch, raw=cursor.stamped is not False)
-        if gap is not None and not gap.jump:  # a read resumed: later files have own readers
-            gap = chain.within(seg, gap)
-        if gap is not None and not (gap.jump and chain.watched(gap)):
-            self._rotated(gap)
-        ours = True
-        if cursor.stamped and new:
-            n, gap = chain.take(seg, new)
-            if gap is not None:
-                self._rotated(gap)
-            ours = n == len(new)
-            new = [line.partition(" ")[2] for line in new[:n]]
-        if new:
-            with chain.handing(seg):
-                put(new, seg.written)
-        return ours
-
-    def _unreachable(self, e: BaseException) -> bool:
-        """A transport failure reading the log: True (and lost) past the API server's bound."""
-        reach = self.adapter.reach
-        reach.failed(e)
-        if reach.lost:
-            self._gone(reach.error())
-            return True
-        self.stopper.event.wait(min(2.0, 0.2 + reach.down_for() / 4))
-        return False
-
     def _rotated(self, gap: Gap) -> None:
         seconds = stamp_key(gap.before)[0] - stamp_key(gap.after)[0]
         self.obs.put_event(
@@ -585,10 +538,10 @@ class Observer:
             )
         )
 
-    def _node_lost(self, pod: str, e: ApiException) -> TargetUnreachable:
+    def _node_lost(self, e: ApiException) -> TargetUnreachable:
         """The node's kubelet does not answer the API server: the node named, with what
         the API server knows of it."""
-        node = self.node or "(unknown node)"
+        node, pod = self.node or "(unknown node)", self.following
         if self.node:
             self.adapter.lost_nodes.add(self.node)
         state = ""

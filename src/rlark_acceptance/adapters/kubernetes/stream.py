@@ -36,6 +36,7 @@ from tenacity.stop import stop_base
 
 from rlark_acceptance.adapters.base import Event, PodStatus, TargetUnreachable
 from rlark_acceptance.adapters.clock import SYSTEM, Clock
+from rlark_acceptance.adapters.kubernetes.logcursor import stamp_key
 from rlark_acceptance.model.job import ROLE_LABEL
 
 TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -517,6 +518,19 @@ def worker_over(pod: Item) -> bool:
     return (
         never and bool(statuses) and all("terminated" in (cs.get("state") or {}) for cs in statuses)
     )
+
+
+def finished_at(pod: Item) -> float | None:
+    """When the Pod's last container finished (seconds since the epoch, the node's clock,
+    whole seconds), if every container says so."""
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    ends = [((cs.get("state") or {}).get("terminated") or {}).get("finishedAt") for cs in statuses]
+    if not ends or not all(isinstance(end, str) for end in ends):
+        return None
+    try:
+        return max(stamp_key(str(end))[0] for end in ends)
+    except ValueError:  # not a stamp: said to be unknown
+        return None
 
 
 def pod_status(pod: Item) -> PodStatus:

@@ -1,0 +1,167 @@
+"""The log machine's promise (``logmachine.py``), over generated worlds and interleavings:
+every line of the Worker's log is put exactly once and in order, or the lines missing lie
+inside a gap said as lost; and the reading ends once the Worker is over.
+
+A world (``kubelet.World``) is the Worker's lines (some longer than an entry: stored in
+partial entries, which a rotation may cut), when each is written, the log's file size,
+API server outages and restarts, and a consumer busy for a while; an interleaving is which
+of the readers' streams, the probes, the ticks, the rotations and the Worker goes next
+(a seeded ``random.Random``). The stand-in kubelet serves the log as the real one does
+(``tests/adapters/kubelet.py``); the same on the real node, a Worker printing 3 M lines
+through several rotations, is in ``test_kubernetes_faults.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from hypothesis import HealthCheck, event, example, given, settings
+from hypothesis import strategies as st
+
+from rlark_acceptance.adapters.kubernetes import logcursor
+from tests.adapters.kubelet import MAX, Sim, World, unaccounted
+
+# The stand-in's files are a few entries, not containerLogMaxSize's 10 MiB: a follow's jump
+# of the stamps counts once it has read as large a part of a file as it would on a node.
+SKIP_AFTER_BYTES = 3 * MAX
+
+
+@st.composite
+def worlds(draw: st.DrawFn) -> World:
+    n = draw(st.integers(1, 40))
+    texts = [
+        f"{i}:" + "x" * draw(st.sampled_from([0, 1, MAX, 2 * MAX + 1, 4 * MAX])) for i in range(n)
+    ]
+    gaps = draw(
+        st.lists(st.sampled_from([0.0, 0.001, 0.05, 0.3, 1.0, 3.0, 12.0]), min_size=n, max_size=n)
+    )
+    outages = draw(
+        st.lists(
+            st.tuples(
+                st.floats(0, 60, allow_nan=False), st.sampled_from([0.5, 2.0, 8.0, 12.0, 25.0])
+            ),
+            max_size=2,
+        )
+    )
+    return World(
+        texts=texts,
+        gaps=gaps,
+        max_entries=draw(st.integers(2, 8)),
+        outages=outages,
+        restarts=draw(st.lists(st.floats(0, 60, allow_nan=False), max_size=2)),
+        busy=draw(st.lists(st.sampled_from([0.0, 0.5, 3.0, 15.0, 40.0]), max_size=3)),
+        seed=draw(st.integers(0, 2**32 - 1)),
+    )
+
+
+def promise(world: World) -> None:
+    sim = Sim(world)
+    out = sim.go()
+    tail = "\n".join(line for line in sim.trace[-60:] if "Tick() -> []" not in line)
+    assert out.finished, f"the reading did not end by {sim.horizon} s:\n{tail}"
+    broken = unaccounted(sim.written(), out.lines, out.lost)
+    assert broken is None, f"{broken}\n{tail}"
+    # What the interleavings reach (pytest --hypothesis-show-statistics).
+    event(f"segments: {min(len(sim.m.segments), 3)}{'+' if len(sim.m.segments) >= 3 else ''}")
+    event("lines said lost" if out.lost else "no line said lost")
+    missing = len(out.lines) < len(world.texts)
+    if out.lost and not missing:
+        event("said lost, none missing")
+
+
+@pytest.fixture(autouse=True)
+def _scaled(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(logcursor, "SKIP_AFTER_BYTES", SKIP_AFTER_BYTES)
+
+
+@settings(
+    max_examples=10_000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(worlds())
+# A follow waits at the end of a file rotated before it got there while the Worker is silent
+# (it is not behind), then the Worker fills the current file: it is asked for all the same.
+@example(
+    World(
+        texts=[f"{i}:" for i in range(13)],
+        gaps=[0.0, 0.0, 12.0, 3.0, 12.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 3.0, 0.0],
+        max_entries=2,
+        outages=[(19.0, 0.5)],
+        restarts=[],
+        busy=[],
+        seed=0,
+    )
+)
+# The log read again after an outage before any line of it was: its first file was rotated
+# meanwhile, and the read is served a later one.
+@example(
+    World(
+        texts=[f"{i}:" for i in range(17)],
+        gaps=[3.0] + [0.0] * 15 + [12.0],
+        max_entries=2,
+        outages=[(2.0, 8.0)],
+        restarts=[],
+        busy=[],
+        seed=0,
+    )
+)
+# A read resumed after an outage on a file since rotated is cut (its file's end, as it
+# seems) before it gives a line.
+@example(
+    World(
+        texts=[f"{i}:" + "x" * n for i, n in enumerate([13, 0, 24, 0, 0, 0, 0, 13, 0, 0])],
+        gaps=[1.0, 12.0, 0.001, 12.0, 3.0, 0.0, 0.0, 3.0, 0.0, 1.0],
+        max_entries=2,
+        outages=[(23.25, 8.0), (0.25, 8.0)],
+        restarts=[],
+        busy=[],
+        seed=331,
+    )
+)
+# A whole file current only while the API server was down, between the file the follow
+# (held by a busy consumer for 40 s) reads to its end and the next segment's.
+@example(
+    World(
+        texts=[f"{i}:" for i in range(22)],
+        gaps=[0.0] * 8 + [12.0] + [0.0] * 12 + [12.0],
+        max_entries=2,
+        outages=[(11.0, 8.0)],
+        restarts=[],
+        busy=[40.0],
+        seed=0,
+    )
+)
+# The follow, held 40 s, reads its file to its end; the next file, seen empty before the API
+# server went down, got its lines and was rotated while it was down.
+@example(
+    World(
+        texts=[f"{i}:" for i in range(33)],
+        gaps=[0.0] * 25 + [0.3] * 4 + [3.0, 12.0, 1.0, 3.0],
+        max_entries=2,
+        outages=[(14.0, 8.0)],
+        restarts=[],
+        busy=[40.0],
+        seed=0,
+    )
+)
+def test_every_line_is_put_once_in_order_or_said_lost(world: World) -> None:
+    promise(world)
+
+
+@settings(
+    max_examples=2_000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(worlds().map(lambda w: replace(w, outages=[], restarts=[])))
+def test_with_the_api_server_up_every_line_is_put_and_none_said_lost(world: World) -> None:
+    """Rotations, long lines and a busy consumer, the API server always up: every line is
+    read, so a warning that lines may be missing would be a false alarm (one the Pod's watch
+    telling the Worker over after the kubelet ended a follow at its file's end once gave)."""
+    sim = Sim(world)
+    out = sim.go()
+    assert out.finished
+    assert out.lost == [], "\n".join(sim.trace[-40:])
+    assert unaccounted(sim.written(), out.lines, []) is None
