@@ -354,7 +354,8 @@ class Sim:
                 # for the kubelet's at the reader's file's end (the Pod's finishedAt has whole
                 # seconds), and a rotated file's reader cut cleanly in mid-file then would
                 # lose the rest of its file without a word.
-                late = self.now >= int(sum(self.w.gaps))
+                # (compared as the machine compares them: on the wall clock's floats)
+                late = EPOCH + self.now >= EPOCH + float(int(sum(self.w.gaps)))
                 for k in list(self.streams):
                     self.ended(k, broke=late)
         for k, t in list(self.held_until.items()):

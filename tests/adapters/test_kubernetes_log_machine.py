@@ -146,6 +146,19 @@ def _scaled(monkeypatch: pytest.MonkeyPatch) -> None:
         seed=0,
     )
 )
+# An API server restart a hair before the second the Worker ends in (as the wall clock's
+# floats have it, the very moment it ends).
+@example(
+    World(
+        texts=[f"{i}:" for i in range(29)],
+        gaps=[0.0] * 19 + [1.0] * 3 + [3.0] * 3 + [12.0] * 4,
+        max_entries=2,
+        outages=[],
+        restarts=[59.99999999999999],
+        busy=[40.0, 40.0],
+        seed=0,
+    )
+)
 def test_every_line_is_put_once_in_order_or_said_lost(world: World) -> None:
     promise(world)
 
