@@ -22,7 +22,7 @@ to its last. The node keeps 2 files of 10 MiB (``containerLogMaxSize``), so a re
 than a file behind the Worker loses lines: counted, and for the harness, whether it said
 so (its warnings from ``rlark-acceptance``). While they run, the harness process is sampled
 from outside: its RSS (``VmRSS``; peak, and at 10 % and 90 % of its run) and the size of the
-unnamed temporary files it holds open (the spool of ``logfiles.Segment``; the largest total).
+unnamed temporary files it holds open (the spools of ``logspool.Spool``; the largest total).
 """
 
 from __future__ import annotations

@@ -119,7 +119,6 @@ class Stream:
     stuck: bool = False  # at the end of a file rotated before it got there
     shut: bool = False
     split: LineSplitter = field(default_factory=LineSplitter)
-    opened: bool = False
     ready: float | None = None  # it has had entries to serve since then
 
 
@@ -162,9 +161,8 @@ class Sim:
         self.trace: list[str] = []  # what was fed and what came out, for a failure's message
 
     # --- the world ---------------------------------------------------------------------
-    def down(self, t: float | None = None) -> bool:
-        t = self.now if t is None else t
-        return any(a <= t < a + s for a, s in self.w.outages)
+    def down(self) -> bool:
+        return any(a <= self.now < a + s for a, s in self.w.outages)
 
     def write(self) -> None:
         i = self.lines_written

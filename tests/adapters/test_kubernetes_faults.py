@@ -38,7 +38,7 @@ from kubernetes import client
 from fixtures.testenv import KubeEnv, S3Env
 from rlark_acceptance.adapters import EventSeen, LogEnded, LogLines, TargetLost, open_adapter
 from rlark_acceptance.adapters.base import HARNESS_SOURCE, LOG_READ_AHEAD
-from rlark_acceptance.adapters.kubernetes import logfiles
+from rlark_acceptance.adapters.kubernetes import logspool
 from rlark_acceptance.model.job import JOB_NAME_LABEL, read_job
 from rlark_acceptance.model.profile import load_profile
 from rlark_acceptance.run.step6.plan import manifest_of
@@ -439,7 +439,7 @@ def test_every_line_of_300_mb_is_read_once_in_order(
     two of the kubelet's size checks, into one file), later files are read ahead."""
     n = 3_000_000
     bound = 4 << 20
-    monkeypatch.setattr(logfiles, "SPOOL_AHEAD_BYTES", bound)
+    monkeypatch.setattr(logspool, "SPOOL_AHEAD_BYTES", bound)
     site = Site.make(tmp_path / "site", before=f"{NUMBERED.format(n=n)}; exit 0")
     profile = load_profile(site.profile)
     adapter = open_adapter(profile)

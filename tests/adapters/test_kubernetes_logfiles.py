@@ -1,6 +1,6 @@
 """The files of a Worker's log, each read by its own reader while the follow is behind
 (``logfiles.py``): where one file's lines end and the next one's begin, what a segment
-takes, its spool, and when a jump of the stamps can no longer be a skipped file.
+takes, and when a jump of the stamps can no longer be a skipped file.
 
 Pure parts, driven directly; the same on the real node's kubelet, a Worker printing 3 M
 numbered lines through several rotations, is in ``test_kubernetes_faults.py``.
@@ -9,12 +9,10 @@ numbered lines through several rotations, is in ``test_kubernetes_faults.py``.
 from __future__ import annotations
 
 import itertools
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -103,99 +101,8 @@ def test_a_segment_whose_file_was_rotated_before_it_was_read_says_so() -> None:
 def test_a_done_segment_gets_no_successor() -> None:
     chain = Chain()
     chain.take(chain.head, lines(("01", "a")))
-    chain.head.finish()
+    chain.head.done = True
     assert chain.add(at("05")) is None
-
-
-def test_the_spool_puts_every_line_once_in_order_from_memory_and_file() -> None:
-    seg = Segment(at("05"), stamp_key(at("05")))
-    written = [f"line {i} " + "x" * 90 for i in range(30_000)]  # ~3 MB: the file and memory
-    stop = threading.Event()
-
-    def write() -> None:
-        for i in range(0, len(written), 700):
-            assert seg.spool(written[i : i + 700], 1000.0 + i)  # when its last line was written
-        seg.finish()
-
-    writer = threading.Thread(target=write)
-    writer.start()
-    batches = list(seg.spooled(stop))
-    writer.join()
-    assert [line for batch, _ in batches for line in batch] == written
-    # Each batch is no later than its lines were written, and the last one is the last write.
-    stamps = [w for _, w in batches if w is not None]
-    assert len(stamps) == len(batches) and stamps == sorted(stamps)
-    assert stamps[-1] == 1000.0 + (len(written) - 1) // 700 * 700
-    # Read and removed: a line spooled now is too late, the caller puts it at once.
-    assert seg.drained and not seg.spool(["late"])
-    assert seg._spool is None
-
-
-def test_the_spools_wait_past_their_bound_and_put_every_line_once_in_order(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Two later files' readers far ahead of the consumer: past the bound their readers
-    wait (their streams unread), the one being put empties its file as it is read, and
-    every line still comes out once, in order, with the disk held never over twice the
-    bound and a megabyte a reader."""
-    bound = 3 << 20
-    monkeypatch.setattr(logfiles, "SPOOL_AHEAD_BYTES", bound)
-    chain = Chain()
-    chain.take(chain.head, lines(("01", "a")))
-    first, second = chain.add(at("05")), chain.add(at("09"))
-    assert first is not None and second is not None
-    segs = [first, second]
-    texts = {
-        id(seg): [f"{i} line {n} " + "x" * 90 for n in range(100_000)] for i, seg in enumerate(segs)
-    }
-
-    def write(seg: Segment) -> None:
-        mine = texts[id(seg)]
-        for n in range(0, len(mine), 700):
-            assert seg.spool(mine[n : n + 700], 1000.0 + n)
-        seg.finish()
-
-    writers = [threading.Thread(target=write, args=(seg,)) for seg in segs]
-    for w in writers:
-        w.start()
-    deadline = time.monotonic() + 30
-    while chain.spools.held < bound and time.monotonic() < deadline:
-        time.sleep(0.01)
-    time.sleep(0.3)
-    # Each wrote ~10 MB: both wait, the spools full but not past the bound.
-    assert all(w.is_alive() for w in writers)
-    assert bound <= chain.spools.held <= bound + 2 * (1 << 20) + 100_000
-    stop = threading.Event()
-    for seg in segs:
-        got = [line for batch, _ in seg.spooled(stop) for line in batch]
-        assert got == texts[id(seg)]
-        assert seg._spool is None
-    for w in writers:
-        w.join(10)
-        assert not w.is_alive()
-    assert bound <= chain.spools.peak <= 2 * bound + 2 * (1 << 20) + 200_000
-    assert chain.spools.held == 0
-
-
-def test_a_reader_waiting_for_room_in_the_spools_returns_once_stopped(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(logfiles, "SPOOL_AHEAD_BYTES", 1 << 20)
-    chain = Chain()
-    seg = chain.add(at("05"))
-    assert seg is not None
-    stop = threading.Event()
-    batch = ["y" * 100] * 20_000  # 2 MB a batch
-    done: list[bool] = []
-    waiting = threading.Thread(
-        target=lambda: done.extend(seg.spool(batch, None, stop) for _ in range(3))
-    )
-    waiting.start()
-    waiting.join(1.0)
-    assert waiting.is_alive() and seg.waiting, "past the bound, the reader waits"
-    stop.set()
-    waiting.join(5)
-    assert not waiting.is_alive() and done == [True, True, True]
 
 
 def test_a_segment_idle_at_its_rotated_files_end_is_complete() -> None:
@@ -316,7 +223,8 @@ def test_a_segment_is_at_its_files_end_while_the_next_waits_for_room_and_another
     t, chain, follow, seg = rotated_once()
     later = chain.add(at("09"))
     assert later is not None
-    seg.handing = seg.waiting = True  # waiting for room since its lines came, with the follow's
+    # waiting for room since its lines came, with the follow's
+    seg.handing = seg.spool.waiting = True
     t.advance(logfiles.FILE_IDLE_SECONDS + 0.1)
     assert chain.stalled() == [], "no reader got lines since"
     chain.take(later, lines(("09", "i")))
@@ -376,7 +284,7 @@ def test_a_reader_held_off_the_cpu_for_seconds_is_still_chased() -> None:
     assert chain.behind()
     t.advance(logfiles.ARRIVING_SECONDS - 5 + 1)  # the Worker silent
     assert not chain.behind()
-    follow.waiting = True  # waiting for room in the spools, not silent
+    follow.spool.waiting = True  # waiting for room in the spools, not silent
     assert chain.behind()
 
 

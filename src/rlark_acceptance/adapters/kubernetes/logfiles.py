@@ -11,24 +11,20 @@ kubelet keeps a file open for the reader that opened it, rotated, compressed or 
 
 Each reader is a ``Segment`` of the log: from its file's first line up to the next
 segment's. The first segment is the follow itself, put to the observation as it reads; a
-later one is spooled to an unnamed temporary file and put in order once the segments
-before it are read, so the harness's memory stays flat however far the Worker is ahead.
+later one is kept in its ``Spool`` (``logspool.py``) and put in order once the segments
+before it are read.
 """
 
 from __future__ import annotations
 
 import bisect
 import contextlib
-import os
-import tempfile
-import threading
 from collections import deque
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import IO
 
 from rlark_acceptance.adapters.clock import SYSTEM, Clock
 from rlark_acceptance.adapters.kubernetes.logcursor import Gap, stamp_key
+from rlark_acceptance.adapters.kubernetes.logspool import Spool, Spools
 
 # While the follow is behind, the current file's first line is asked for this often: well
 # inside the kubelet's 10 s between size checks, so no file is rotated past unseen.
@@ -53,15 +49,6 @@ FILE_IDLE_SECONDS = 2.0
 # rotation, or this process, the kubelet or the API server held off a loaded machine's CPU,
 # when the idle time says nothing of the file), after this long.
 FILE_SILENT_SECONDS = 10.0
-# A segment's lines are kept in memory up to this much, then written to its spool file.
-SPOOL_BYTES = 1 << 20
-# The spools of the files not yet being put hold at most this much between them: past it,
-# their readers wait with their streams open (the kubelet keeps a file open for the reader
-# that opened it, rotated or removed) and read on as the spools before them are put. The
-# file being put may hold as much again: its reader waits until the consumer has caught up,
-# and the file is emptied then. So the disk a log's read-ahead takes is bounded, not the
-# Worker's output: a consumer slower than the Worker is waited for, never outrun.
-SPOOL_AHEAD_BYTES = 128 << 20
 # Bytes asked of the current file: enough for a first line's stamp.
 PROBE_BYTES = 256
 
@@ -103,22 +90,6 @@ def _cut(stamped: list[str], end: Key | None) -> tuple[int, Key | None]:
         return n, None
 
 
-class Spools:
-    """What the spools of one log's segments hold on disk between them, and the most they
-    held (reported with the read), with the one condition their readers and the one putting
-    them wait on."""
-
-    def __init__(self) -> None:
-        self.bound = SPOOL_AHEAD_BYTES  # as it is when the log is first followed
-        self.held = 0
-        self.peak = 0
-        self.cond = threading.Condition()
-
-    def grew(self, nbytes: int) -> None:
-        self.held += nbytes
-        self.peak = max(self.peak, self.held)
-
-
 @dataclass
 class Segment:
     """One file's worth of the log: from ``stamp`` (None: the log's start) to the next
@@ -134,7 +105,7 @@ class Segment:
     # ... of the last lines taken only (0: none yet): shows the kubelet and the API server
     # serving this process then, for another segment's reader idle since before.
     took: float = 0.0
-    done: bool = False
+    done: bool = False  # its reader has nothing more to do (the machine's word)
     # Its file is the current one and the Worker is over: its reader reads the rest in one
     # request, and no segment comes after it (``Chain.close_head``).
     final: bool = False
@@ -147,7 +118,6 @@ class Segment:
     # Its reader is handing lines on (to a Step 6 busy elsewhere, it may wait): not idle,
     # whatever the time since its last lines arrived.
     handing: bool = False
-    drained: bool = False  # its spool has been put; a line spooled later is put at once
     # Where its file ends inside a line: the text its reader got after the last newline, the
     # head of the next file's first line. A rotation cuts the line in flight (containerd
     # replaces the container's logger, and the old one ends its file with the part it has as
@@ -157,142 +127,15 @@ class Segment:
     last_line: str | None = None  # the last line it took, as read
     cut: str | None = None  # the first line it read that is the next segment's, as read
     gapped: bool = False  # its file's first lines had been rotated away when it was read
-    # The spools of the log's segments, together: what they hold, and their one condition.
-    spools: Spools = field(default_factory=Spools)
-    # Its spool is being put (the segments before it are): its reader waits for room in its
-    # own spool only, never for the others', which wait for it.
-    draining: bool = False
-    waiting: bool = False  # its reader waits for room in the spools
-    _spool: IO[bytes] | None = None
-    _size: int = 0  # bytes written to the spool file since it was last emptied
-    _read: int = 0  # ... and read back
-    _pending: list[bytes] = field(default_factory=list)
-    _pending_size: int = 0
-    _pending_written: float | None = None
-    # (end offset, when its last line was written) of each write to the spool file
-    _marks: list[tuple[int, float | None]] = field(default_factory=list)
+    # Its lines kept on disk until the segments before it are put (the observer's threads
+    # write and read it; the machine only reads whether its reader waits for room).
+    spool: Spool = field(default_factory=Spool)
 
     @property
     def written(self) -> float | None:
         """When the last line taken was written (seconds since the epoch), by its stamp."""
         last = self.last
         return None if last is None else last[0] + last[1] / 1e9
-
-    def spool(
-        self, texts: list[str], written: float | None = None, stop: threading.Event | None = None
-    ) -> bool:
-        """Keep lines (the last one written at ``written``) for when the segments before
-        this one are read (False: too late, the spool has been put already). Written to
-        the file a megabyte at a time, once the spools have room (``SPOOL_AHEAD_BYTES``):
-        until then the caller waits, its stream unread, or until ``stop``."""
-        if self.drained:
-            return False
-        if not texts:
-            return True
-        data = ("\n".join(texts) + "\n").encode("utf-8", "replace")
-        cond = self.spools.cond
-        with cond:
-            self._pending.append(data)
-            self._pending_size += len(data)
-            self._pending_written = written or self._pending_written
-            cond.notify_all()
-            if self._pending_size < SPOOL_BYTES:
-                return True
-            while not (self._room() or self.drained or (stop is not None and stop.is_set())):
-                self.waiting = True
-                cond.wait(0.5)
-            self.waiting = False
-            if self.drained or not self._pending:  # stopped, or put from memory meanwhile
-                return True
-            if self._spool is None:
-                # Closed when the spool is put (spooled).
-                self._spool = tempfile.TemporaryFile(prefix="rlark-log-")  # noqa: SIM115
-            data = b"".join(self._pending)
-            os.pwrite(self._spool.fileno(), data, self._size)
-            self._size += len(data)
-            self.spools.grew(len(data))
-            self._marks.append((self._size, self._pending_written))
-            self._pending, self._pending_size = [], 0
-            cond.notify_all()
-        return True
-
-    def _room(self) -> bool:
-        """Whether its pending lines may be written to its spool file now (under the lock)."""
-        if self.draining:
-            return self._size < self.spools.bound
-        return self.spools.held < self.spools.bound
-
-    def finish(self) -> None:
-        with self.spools.cond:
-            self.done = True
-            self.spools.cond.notify_all()
-
-    def spooled(self, stop: threading.Event) -> Iterator[tuple[list[str], float | None]]:
-        """The spooled lines, a batch at a time with when its last line was written (at
-        the latest), as they are written, until the segment's reader is done and
-        everything is read (or ``stop``); the spool is then removed."""
-        cond = self.spools.cond
-        rest = b""
-        with cond:
-            self.draining = True
-            cond.notify_all()
-        try:
-            while not stop.is_set():
-                with cond:
-                    while (
-                        self._size == self._read
-                        and not self._pending
-                        and not self.done
-                        and not stop.is_set()
-                    ):
-                        cond.wait(0.5)
-                    data, written = self._read_back()
-                    done = self.done
-                if not data:
-                    if done:
-                        return
-                    continue
-                *whole, rest = (rest + data).split(b"\n")
-                if whole:
-                    yield b"\n".join(whole).decode("utf-8", "replace").split("\n"), written
-        finally:
-            with cond:
-                self.drained = True
-                self._pending = []
-                self._empty()
-                if self._spool is not None:
-                    self._spool.close()
-                    self._spool = None
-                cond.notify_all()
-
-    def _read_back(self) -> tuple[bytes, float | None]:
-        """The next bytes of the spool, in order: its file's, then what is in memory; and
-        when their last line was written, at the latest (under the lock). The file is
-        emptied once read to its end, which makes room for its reader."""
-        if self._spool is not None and self._size > self._read:
-            size = min(self._size - self._read, SPOOL_BYTES)
-            data = os.pread(self._spool.fileno(), size, self._read)
-            self._read += len(data)
-            # The write the bytes end in: its last line was written no later.
-            written = next((w for end, w in self._marks if end >= self._read), None)
-            if self._read == self._size:
-                self._empty()
-            return data, written or self._pending_written
-        if self._pending:
-            data, written = b"".join(self._pending), self._pending_written
-            self._pending, self._pending_size = [], 0
-            self.spools.cond.notify_all()  # its reader may be waiting to write them
-            return data, written
-        return b"", None
-
-    def _empty(self) -> None:
-        """The spool file read to its end: emptied, its room given back (under the lock)."""
-        if self._spool is not None and self._size:
-            os.ftruncate(self._spool.fileno(), 0)
-        self.spools.grew(-self._size)
-        self._size = self._read = 0
-        self._marks = []
-        self.spools.cond.notify_all()
 
 
 class Chain:
@@ -304,7 +147,7 @@ class Chain:
         self.clock = clock
         self.spools = Spools()
         self.segments: list[Segment] = [
-            Segment(None, None, arrived=clock.monotonic(), spools=self.spools)
+            Segment(None, None, arrived=clock.monotonic(), spool=Spool(self.spools))
         ]
         # The current file's first line asked for, successfully: when each request was sent
         # and when its answer came (the run's wall clock, which ``watched`` sets against the
@@ -359,7 +202,7 @@ class Chain:
         Worker is not silent, the reader is held)."""
         now = self.clock.monotonic()
         head = self.head
-        held = head.waiting or head.handing
+        held = head.spool.waiting or head.handing
         last, arrived = head.last, now if held else head.arrived
         return (
             last is not None
@@ -377,7 +220,7 @@ class Chain:
         if head.start is not None and head.start >= key:
             return None
         head.end = key
-        seg = Segment(stamp, key, arrived=self.clock.monotonic(), spools=self.spools)
+        seg = Segment(stamp, key, arrived=self.clock.monotonic(), spool=Spool(self.spools))
         self.segments.append(seg)
         return seg
 
@@ -433,7 +276,7 @@ class Chain:
                 return True
             # The next reader's lines, unless it waits for room in the spools (since before
             # this one's last lines, maybe): then those of any other.
-            others = [s for s in self.segments if s is not seg] if nxt.waiting else [nxt]
+            others = [s for s in self.segments if s is not seg] if nxt.spool.waiting else [nxt]
             return idle >= FILE_IDLE_SECONDS and any(
                 other.took - seg.arrived >= FILE_IDLE_SECONDS for other in others
             )

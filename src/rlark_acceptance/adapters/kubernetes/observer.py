@@ -328,11 +328,11 @@ class Observer:
                 case Read(k):
                     self._thread("log-file", self._reader, k)
                 case NodeLost(k):
-                    error = self._errors.get(k)
+                    error = self._errors.pop(k)
                     assert isinstance(error, ApiException)
                     self._gone(self._node_lost(error))
                 case Finish(k):
-                    machine.segments[k].finish()  # wakes the one putting its spool
+                    machine.segments[k].spool.end()  # wakes the one putting it
                     step = act
                 case _:
                     step = act
@@ -345,7 +345,7 @@ class Observer:
         seg = machine.segments[put.seg]
         self._feed(Held(put.seg, True))
         try:
-            if put.seg == 0 or not seg.spool(put.texts, put.written, self.stopper.event):
+            if put.seg == 0 or not seg.spool.keep(put.texts, put.written, self.stopper.event):
                 self.obs.put_lines(put.texts, put.written)
         finally:
             self._feed(Held(put.seg, False))
@@ -374,7 +374,7 @@ class Observer:
             if self.stopper.stopped:
                 self._feed(Quit(k))
             assert self._machine is not None
-            self._machine.segments[k].finish()
+            self._machine.segments[k].spool.end()
 
     def _broken_off(self, k: int) -> Step | None:
         """A transport failure reading the log: given up past the API server's bound (the
@@ -488,7 +488,7 @@ class Observer:
                     # before the Worker's log ends, and an Event put after that is dropped.
                     said = self._read_ahead(machine.chain, said)
                 joined = False
-                for batch, written in seg.spooled(self.stopper.event):
+                for batch, written in seg.spool.drain(self.stopper.event):
                     if not joined:
                         with self._log_lock:
                             batch, joined = continued(prev, seg, batch), True
