@@ -204,6 +204,29 @@ def test_an_interrupted_in_cluster_run_leaves_nothing(
     assert summary["verdict"] == "interrupted", summary["verdict"]
 
 
+def passed_through_an_outage(
+    kube_env: KubeEnv, tmp_path: Path, site: Site, secret: str, when: str
+) -> str:
+    """The command run with ``site``'s profile, the API server SIGKILLed once a line shows
+    ``when`` and back 12 s later: the command exited 0 with the record's verdict passed,
+    and nothing is left on the cluster. Its output, for what it said meanwhile."""
+    argv, reports = command(tmp_path, site.profile, secret)
+    proc, out = started_until(tmp_path, argv, when)
+    try:
+        kube_env.kill_apiserver()
+        time.sleep(12)
+    finally:
+        kube_env.start_apiserver()
+    rest, _ = proc.communicate(timeout=600)
+    out += rest
+    assert proc.returncode == 0, out[-6000:]
+    summary = json.loads((reports / "run-summary.json").read_text())
+    assert summary["verdict"] == "passed", summary.get("earliestFailure")
+    assert settle(kube_env, timeout=120) == []
+    schedulable_again(kube_env)  # the tests after this one start on a scheduler caught up
+    return out
+
+
 def test_an_api_server_outage_of_12_s_during_an_in_cluster_run_is_ridden_out(
     kube_env: KubeEnv, runner_image: str, site_secret: str, tmp_path: Path
 ) -> None:
@@ -219,21 +242,19 @@ def test_an_api_server_outage_of_12_s_during_an_in_cluster_run_is_ridden_out(
         before="echo fault-test, the run script starts; sleep 8",
         timeouts={"apiServer": 120},
     )
-    argv, reports = command(tmp_path, site.profile, site_secret)
-    proc, out = started_until(tmp_path, argv, "Step 6 waits for 6.4")
-    try:
-        kube_env.kill_apiserver()
-        time.sleep(12)
-    finally:
-        kube_env.start_apiserver()
-    rest, _ = proc.communicate(timeout=600)
-    out += rest
-    assert proc.returncode == 0, out[-6000:]
+    out = passed_through_an_outage(kube_env, tmp_path, site, site_secret, "Step 6 waits for 6.4")
     assert "the runner's log stream broke" in out, out[-4000:]
-    summary = json.loads((reports / "run-summary.json").read_text())
-    assert summary["verdict"] == "passed", summary.get("earliestFailure")
-    assert settle(kube_env, timeout=120) == []
-    schedulable_again(kube_env)  # the tests after this one start on a scheduler caught up
+
+
+def test_an_api_server_outage_while_the_runner_starts_is_ridden_out(
+    kube_env: KubeEnv, runner_image: str, site_secret: str, tmp_path: Path
+) -> None:
+    """The API server SIGKILLed as soon as the runner Job is submitted, back 12 s later:
+    the command waits for the runner's Pod through the outage (it is not unreachable past
+    ``timeouts.apiServer``), follows it and fetches its record: passed, nothing left."""
+    site = Site.make(tmp_path / "site", timeouts={"apiServer": 120})
+    out = passed_through_an_outage(kube_env, tmp_path, site, site_secret, "in-cluster: runner job")
+    assert "unreachable" not in out and "may be left" not in out, out[-4000:]
 
 
 def test_a_missing_secret_is_named(kube_env: KubeEnv, runner_image: str, tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ node cannot pull) is a usage error: one line with the kubelet's own reason, exit
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import signal
@@ -19,7 +20,6 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -30,6 +30,7 @@ from kubernetes.client.exceptions import ApiException
 
 from rlark_acceptance.adapters import cleanup
 from rlark_acceptance.adapters.kubernetes.adapter import connect
+from rlark_acceptance.adapters.kubernetes.stream import ApiUnreachable, Reach, call
 from rlark_acceptance.incluster import bundle as bundling
 from rlark_acceptance.incluster import manifests, record
 from rlark_acceptance.model.errors import InputError
@@ -51,6 +52,10 @@ RECORD_PARTS = ("run-summary.json", "junit.xml", "allure-results")
 
 class Interrupted(Exception):
     pass
+
+
+# What a deletion of the runner can meet: the runner may then be left, which is said.
+_UNDELETED = (ApiException, ApiUnreachable, urllib3.exceptions.HTTPError, OSError)
 
 
 class Sink(Protocol):
@@ -76,12 +81,29 @@ class Outcome:
 class _Stop:
     """How a run is stopped: SIGINT / SIGTERM when it owns the process (no ``event``), else
     the caller's event (a release running profiles in threads). Waits end at once when it
-    is set; the log being followed is closed under the reader, which then stops."""
+    is set; the log being followed is closed under the reader, which then stops. ``reach``:
+    how long the API server has not answered the launch's requests."""
 
-    def __init__(self, event: threading.Event | None) -> None:
+    def __init__(self, event: threading.Event | None, reach: Reach) -> None:
         self.event = event
+        self.reach = reach
         self.resp: Any = None
         self.why: str | None = None  # the signal (or "stopped") that interrupted the run
+
+    def ask(self, fn: Any, *args: Any, **kw: Any) -> Any:
+        """One request of the launch's waits, retried while the API server is away (at most
+        ``timeouts.apiServer`` in a row, then ``ApiUnreachable``), as the runner's own Step 6
+        rides such an outage out; a stop ends the retries as an interrupt."""
+        try:
+            return call(fn, *args, stop=self.event, reach=self.reach, **kw)
+        except Exception:
+            self.check()
+            raise
+
+    def clean(self, fn: Any, *args: Any, **kw: Any) -> Any:
+        """A request of the clean-up, which a stop does not cut short (it is what a stop
+        asks for), retried as ``ask``'s."""
+        return call(fn, *args, reach=self.reach, **kw)
 
     def sleep(self, seconds: float) -> None:
         if self.event is None:
@@ -122,7 +144,7 @@ def _history_reachable(profile: Profile, spec: manifests.RunnerSpec) -> None:
     )
 
 
-@contextmanager
+@contextlib.contextmanager
 def _interruptible(stop: _Stop) -> Iterator[None]:
     if stop.event is not None:
         done = threading.Event()
@@ -169,20 +191,27 @@ def run(
     t0 = time.monotonic()
     outcome = Outcome(2, name, url, seconds=seconds)
     submitted = False
-    stopper = _Stop(stop)
+    stopper = _Stop(stop, Reach(api.configuration.host, patience))
     with _interruptible(stopper):
         try:
-            job = batch.create_namespaced_job(
-                ns, manifests.job(name, profile.name, pack, replace(spec, record=url))
-            )
-            submitted = True
+            body = manifests.job(name, profile.name, pack, replace(spec, record=url))
+            submitted = True  # from the request on: its answer may be lost, not the Job
+            try:
+                job = _create(
+                    stopper, batch.create_namespaced_job, batch.read_namespaced_job, ns, body
+                )
+            except ApiException:
+                submitted = False  # refused: there is no Job to delete
+                raise
             cm = manifests.config_map(name, pack, spec)
             cm["metadata"]["ownerReferences"] = manifests.owned_by(
                 {"apiVersion": "batch/v1", "kind": "Job", "metadata": job.to_dict()["metadata"]}
             )
-            core.create_namespaced_config_map(ns, cm)
+            _create(
+                stopper, core.create_namespaced_config_map, core.read_namespaced_config_map, ns, cm
+            )
             say(f"in-cluster: runner job {name} in namespace {ns}; record {url}")
-            code = _runner_exit(core, ns, name, out, stopper, patience, (t0, seconds))
+            code = _runner_exit(core, ns, name, out, stopper, (t0, seconds))
             outcome.status = code if code is not None else 3
         except _NotStarted:
             return outcome
@@ -190,22 +219,23 @@ def run(
             say(f"in-cluster: {e}: deleting runner job {name}; the runner removes its own Job")
             outcome.status = 2
             if submitted:
-                _delete(batch, core, ns, name, wait=True)
-                submitted = False
+                with contextlib.suppress(*_UNDELETED):  # tried again below, and said there
+                    _delete(batch, core, ns, name, stopper, wait=True)
+                    submitted = False
+        except ApiUnreachable as e:
+            say(f"error: {e}")
+            return outcome
         except ApiException as e:
             say(f"error: the API server refused the runner: {e.status} {e.reason}: {_message(e)}")
             return outcome
         except (urllib3.exceptions.HTTPError, OSError) as e:
-            say(
-                f"error: the API server stayed unreachable for over {patience:.0f} s "
-                f"(timeouts.apiServer): {type(e).__name__}: {e}"
-            )
+            say(f"error: the API server did not answer: {type(e).__name__}: {e}")
             return outcome
         finally:
             if submitted:
                 try:
-                    _delete(batch, core, ns, name, wait=False)
-                except (ApiException, urllib3.exceptions.HTTPError, OSError) as e:
+                    _delete(batch, core, ns, name, stopper, wait=False)
+                except _UNDELETED as e:
                     say(f"warning: runner job {name} may be left in {ns}: {type(e).__name__}: {e}")
     outcome.fetched = _fetch(url, reports, say, seconds)
     if outcome.fetched:
@@ -214,6 +244,18 @@ def run(
     elif outcome.status == 0:
         outcome.status = 1  # a green runner whose record is not here is no acceptance
     return outcome
+
+
+def _create(stopper: _Stop, create: Any, read: Any, ns: str, body: dict[str, Any]) -> Any:
+    """``body`` created once, through an outage: a request the API server took but whose
+    answer was lost is retried and refused as existing (409), and the name is this run's
+    alone (``manifests.job_name``), so what exists is what was asked for."""
+    try:
+        return stopper.ask(create, ns, body)
+    except ApiException as e:
+        if e.status != 409:
+            raise
+        return stopper.ask(read, body["metadata"]["name"], ns)
 
 
 class _NotStarted(Exception):
@@ -243,7 +285,6 @@ def _runner_exit(
     name: str,
     out: Sink,
     stopper: _Stop,
-    patience: float,
     timing: tuple[float, dict[str, float]],
 ) -> int | None:
     """The runner Pod followed to its end: its exit code (None: not known); ``_NotStarted``
@@ -268,7 +309,7 @@ def _runner_exit(
             f"in-cluster: the runner's log stream broke ({type(e).__name__}); waiting for the "
             "runner to finish, its record holds everything"
         )
-        code = _exit_code(core, ns, pod, stopper, within=None, patience=patience)
+        code = _exit_code(core, ns, pod, stopper, within=None)
     seconds["finished"] = round(time.monotonic() - t0, 2)
     return code
 
@@ -288,8 +329,10 @@ def _message(e: ApiException) -> str:
         return str(e.body or "")[:300]
 
 
-def _pods(core: client.CoreV1Api, ns: str, name: str) -> list[Any]:
-    return list(core.list_namespaced_pod(ns, label_selector=f"{manifests.LABEL}={name}").items)
+def _pods(ask: Any, core: client.CoreV1Api, ns: str, name: str) -> list[Any]:
+    """The runner's Pods, asked with ``ask`` (``_Stop.ask`` or ``_Stop.clean``)."""
+    found = ask(core.list_namespaced_pod, ns, label_selector=f"{manifests.LABEL}={name}")
+    return list(found.items)
 
 
 def _wait_started(
@@ -297,7 +340,7 @@ def _wait_started(
 ) -> tuple[str, str, str | None]:
     """The runner Pod and its node once its container runs or ended; or why it never will."""
     while True:
-        for pod in _pods(core, ns, name):
+        for pod in _pods(stop.ask, core, ns, name):
             node = str(pod.spec.node_name)
             for st in pod.status.container_statuses or []:
                 if st.state.running or st.state.terminated:
@@ -330,30 +373,14 @@ def _follow(core: client.CoreV1Api, ns: str, pod: str, out: Sink, stop: _Stop) -
 
 
 def _exit_code(
-    core: client.CoreV1Api,
-    ns: str,
-    pod: str,
-    stop: _Stop,
-    *,
-    within: float | None,
-    patience: float = 0.0,
+    core: client.CoreV1Api, ns: str, pod: str, stop: _Stop, *, within: float | None
 ) -> int | None:
     """The runner container's exit code once it has terminated: within ``within`` seconds
-    (None: as long as it runs), the API server unanswered for at most ``patience`` seconds
-    in a row (``timeouts.apiServer``) before that is an error of its own."""
+    (None: as long as it runs). Each request rides an outage of the API server out, up to
+    ``timeouts.apiServer`` in a row (then ``ApiUnreachable``)."""
     deadline = None if within is None else time.monotonic() + within
-    unanswered_since: float | None = None
     while deadline is None or time.monotonic() < deadline:
-        try:
-            p = core.read_namespaced_pod(pod, ns)
-        except (ApiException, urllib3.exceptions.HTTPError, OSError):
-            now = time.monotonic()
-            unanswered_since = unanswered_since or now
-            if now - unanswered_since > patience:
-                raise
-            stop.sleep(POLL_S)
-            continue
-        unanswered_since = None
+        p = stop.ask(core.read_namespaced_pod, pod, ns)
         for st in p.status.container_statuses or []:
             if st.state.terminated:
                 return int(st.state.terminated.exit_code)
@@ -362,19 +389,19 @@ def _exit_code(
 
 
 def _delete(
-    batch: client.BatchV1Api, core: client.CoreV1Api, ns: str, name: str, wait: bool
+    batch: client.BatchV1Api, core: client.CoreV1Api, ns: str, name: str, stop: _Stop, wait: bool
 ) -> None:
     """Delete the runner Job and its Pod (Background: the garbage collector removes the Pod,
     whose SIGTERM runs the runner's clean-up); with ``wait``, until the Pod is gone."""
     try:
-        batch.delete_namespaced_job(name, ns, propagation_policy="Background")
+        stop.clean(batch.delete_namespaced_job, name, ns, propagation_policy="Background")
     except ApiException as e:
         if e.status != 404:
             raise
     if not wait:
         return
     deadline = time.monotonic() + manifests.GRACE_SECONDS + 30
-    while _pods(core, ns, name) and time.monotonic() < deadline:
+    while _pods(stop.clean, core, ns, name) and time.monotonic() < deadline:
         time.sleep(POLL_S)
 
 

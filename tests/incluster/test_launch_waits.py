@@ -1,0 +1,94 @@
+"""The in-cluster launch's requests while the API server is away (``incluster/launch.py``):
+each rides an outage out up to ``timeouts.apiServer`` in a row and then names the server,
+a creation whose answer was lost finds what it created, and a stop ends the waiting as an
+interrupt. The same against the real API server, SIGKILLed while the runner starts, is in
+``tests/adapters/test_kubernetes_incluster.py``."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+import urllib3
+from kubernetes.client.exceptions import ApiException
+
+from rlark_acceptance.adapters.kubernetes.stream import ApiUnreachable, Reach
+from rlark_acceptance.incluster.launch import Interrupted, _create, _Stop
+
+SERVER = "https://api.example.test:6443"
+
+
+class Flaky:
+    """A request that fails ``fails`` times as a dead API server does, then answers."""
+
+    def __init__(self, fails: int, answer: Any = "answer") -> None:
+        self.fails, self.answer, self.calls = fails, answer, 0
+
+    def __call__(self, *args: Any, **kw: Any) -> Any:
+        self.calls += 1
+        if self.calls <= self.fails:
+            raise urllib3.exceptions.ProtocolError("Connection refused")
+        return self.answer
+
+
+def test_a_request_rides_a_short_outage_out() -> None:
+    stop = _Stop(None, Reach(SERVER, 30.0))
+    flaky = Flaky(3)
+    assert stop.ask(flaky) == "answer" and flaky.calls == 4
+
+
+def test_an_outage_past_the_bound_names_the_server_and_the_bound() -> None:
+    stop = _Stop(None, Reach(SERVER, 1.0))
+    with pytest.raises(ApiUnreachable) as e:
+        stop.ask(Flaky(10**6))
+    assert SERVER in str(e.value) and "(timeouts.apiServer is 1 s)" in str(e.value)
+    assert "Connection refused" in str(e.value)
+
+
+def test_a_stop_during_an_outage_is_an_interrupt() -> None:
+    event = threading.Event()
+    stop = _Stop(event, Reach(SERVER, 30.0))
+    threading.Timer(0.3, event.set).start()
+    with pytest.raises(Interrupted):
+        stop.ask(Flaky(10**6))
+
+
+def test_the_clean_up_is_not_cut_short_by_the_stop_it_follows() -> None:
+    event = threading.Event()
+    event.set()
+    stop = _Stop(event, Reach(SERVER, 30.0))
+    assert stop.clean(Flaky(2)) == "answer"
+
+
+def test_a_creation_whose_answer_was_lost_finds_what_it_created() -> None:
+    """The API server took the request and died before answering: the retry is refused as
+    existing, and the object read back is the run's own (its name is the run's alone)."""
+    made: list[str] = []
+
+    def create(ns: str, body: dict[str, Any]) -> Any:
+        if made:
+            raise ApiException(status=409, reason="AlreadyExists")
+        made.append(body["metadata"]["name"])
+        raise urllib3.exceptions.ProtocolError("Connection reset by peer")
+
+    def read(name: str, ns: str) -> Any:
+        return {"read": name, "ns": ns}
+
+    stop = _Stop(None, Reach(SERVER, 30.0))
+    body = {"metadata": {"name": "rlark-runner-site-a1b2c3"}}
+    assert _create(stop, create, read, "ns", body) == {
+        "read": "rlark-runner-site-a1b2c3",
+        "ns": "ns",
+    }
+    assert made == ["rlark-runner-site-a1b2c3"]
+
+
+def test_a_refused_creation_is_not_taken_for_one_that_exists() -> None:
+    def create(ns: str, body: dict[str, Any]) -> Any:
+        raise ApiException(status=403, reason="Forbidden")
+
+    stop = _Stop(None, Reach(SERVER, 30.0))
+    with pytest.raises(ApiException) as e:
+        _create(stop, create, lambda *a: None, "ns", {"metadata": {"name": "x"}})
+    assert e.value.status == 403
