@@ -20,6 +20,7 @@ import socket
 import ssl
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -411,28 +412,65 @@ def list_then_watch(
     seen: with ``reach``, for as long as the API server is unreachable for less than its
     bound (then ``ApiUnreachable``); without, MAX_ATTEMPTS times in a row. Returns once
     stopped."""
+    watch = _Watch(list_fn, args, on_item, stopper, reach, kw)
     rv: str | None = None
-    broken = 0  # watch streams broken in a row without delivering anything
     while not stopper.stopped:
         if rv is None:
-            try:
-                listing = get_json(list_fn, *args, stop=stopper.event, reach=reach, **kw)
-            except Exception:
-                if stopper.stopped:
-                    return
-                raise
-            items = listing.get("items") or []
-            for obj in items:
-                on_item("SYNC", obj)
-            if on_list is not None:
-                on_list(items)
-            if stopper.stopped:
+            rv = watch.listed(on_list)
+            if rv is None:
                 return
-            rv = str(listing["metadata"]["resourceVersion"])
+        try:
+            resp = watch.opened(rv)
+        except _Gone:
+            rv = None
+            continue
+        if resp is None:
+            return
+        rv = watch.read(resp, rv)
+
+
+class _Gone(Exception):
+    """The watch's resourceVersion is too old (410 Gone): the list is taken again."""
+
+
+@dataclass
+class _Watch:
+    """One list-then-watch loop's requests: the list, a watch opened from a
+    resourceVersion, and a watch's stream read to its end."""
+
+    list_fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    on_item: Callable[[str, Item], None]
+    stopper: Stopper
+    reach: Reach | None
+    kw: dict[str, Any]
+    broken: int = 0  # watch streams broken in a row without delivering anything
+
+    def listed(self, on_list: Callable[[list[Item]], None] | None) -> str | None:
+        """Every object listed, replayed as SYNC: the list's resourceVersion (None: stopped)."""
+        stopper = self.stopper
+        try:
+            listing = get_json(
+                self.list_fn, *self.args, stop=stopper.event, reach=self.reach, **self.kw
+            )
+        except Exception:
+            if stopper.stopped:
+                return None
+            raise
+        items = listing.get("items") or []
+        for obj in items:
+            self.on_item("SYNC", obj)
+        if on_list is not None:
+            on_list(items)
+        return None if stopper.stopped else str(listing["metadata"]["resourceVersion"])
+
+    def opened(self, rv: str) -> Any:
+        """A watch from ``rv``, registered with the stopper (None: stopped; ``_Gone``)."""
+        stopper = self.stopper
         try:
             resp = call(
-                list_fn,
-                *args,
+                self.list_fn,
+                *self.args,
                 watch=True,
                 resource_version=rv,
                 allow_watch_bookmarks=True,
@@ -441,20 +479,23 @@ def list_then_watch(
                 _request_timeout=(10, WATCH_SECONDS + 30),
                 _preload_content=False,
                 stop=stopper.event,
-                reach=reach,
-                **kw,
+                reach=self.reach,
+                **self.kw,
             )
         except ApiException as e:
             if e.status == 410:
-                rv = None
-                continue
+                raise _Gone from e
             raise
         except Exception:
             if stopper.stopped:
-                return
+                return None
             raise
-        if not stopper.register(resp):
-            return
+        return resp if stopper.register(resp) else None
+
+    def read(self, resp: Any, rv: str) -> str | None:
+        """The watch's events handed on until its stream ends, breaks or is stopped: the
+        last resourceVersion seen (None: too old, list again)."""
+        stopper = self.stopper
         try:
             for line in lines(resp):
                 if not line.strip():
@@ -463,28 +504,28 @@ def list_then_watch(
                 obj = ev.get("object") or {}
                 if ev.get("type") == "ERROR":
                     if obj.get("code") == 410:  # our resourceVersion is too old: list again
-                        rv = None
-                        break
+                        return None
                     raise ApiException(status=obj.get("code"), reason=obj.get("message"))
                 rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
-                broken = 0
+                self.broken = 0
                 if ev.get("type") != "BOOKMARK":
-                    on_item(str(ev.get("type")), obj)
+                    self.on_item(str(ev.get("type")), obj)
         except Exception as e:  # closed under it by a stop; HTTP, OS, transient: watched again
             if stopper.stopped:
-                return
+                return rv
             if not isinstance(e, urllib3.exceptions.HTTPError | OSError) and not is_transient(e):
                 raise
-            broken += 1
-            if reach is not None:
-                reach.failed(e)  # the next request tells whether the server is back
-                if reach.lost:
-                    raise reach.error() from e
-            elif broken >= MAX_ATTEMPTS:
+            self.broken += 1
+            if self.reach is not None:
+                self.reach.failed(e)  # the next request tells whether the server is back
+                if self.reach.lost:
+                    raise self.reach.error() from e
+            elif self.broken >= MAX_ATTEMPTS:
                 raise
-            stopper.event.wait(min(2.0, 0.2 * 2**broken))
+            stopper.event.wait(min(2.0, 0.2 * 2**self.broken))
         finally:
             stopper.unregister(resp)
+        return rv
 
 
 # --- the API's objects, reduced to the protocol's ---------------------------------------------
