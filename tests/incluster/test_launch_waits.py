@@ -7,14 +7,16 @@ interrupt. The same against the real API server, SIGKILLed while the runner star
 from __future__ import annotations
 
 import threading
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 import urllib3
 from kubernetes.client.exceptions import ApiException
 
+from rlark_acceptance.adapters.clock import Clock
 from rlark_acceptance.adapters.kubernetes.stream import ApiUnreachable, Reach
-from rlark_acceptance.incluster.launch import Interrupted, _create, _Stop
+from rlark_acceptance.incluster.launch import Interrupted, _create, _exit_code, _Stop
 
 SERVER = "https://api.example.test:6443"
 
@@ -92,3 +94,28 @@ def test_a_refused_creation_is_not_taken_for_one_that_exists() -> None:
     with pytest.raises(ApiException) as e:
         _create(stop, create, lambda *a: None, "ns", {"metadata": {"name": "x"}})
     assert e.value.status == 403
+
+
+def pod(state: str, code: int = 0) -> Any:
+    terminated = SimpleNamespace(exit_code=code) if state == "terminated" else None
+    status = SimpleNamespace(state=SimpleNamespace(terminated=terminated))
+    return SimpleNamespace(status=SimpleNamespace(container_statuses=[status]))
+
+
+def test_the_runner_is_waited_for_on_the_launchs_clock() -> None:
+    """After the runner's log ended, its exit code is waited for 30 s of the launch's clock
+    (here 20 s pass at each read): none by then is not known (None), not a hang."""
+    now = [0.0]
+    reads: list[float] = []
+
+    def read_namespaced_pod(name: str, ns: str) -> Any:
+        reads.append(now[0])
+        now[0] += 20.0
+        return pod("running")
+
+    stop = _Stop(None, Reach(SERVER, 30.0, Clock(monotonic=lambda: now[0])))
+    core: Any = SimpleNamespace(read_namespaced_pod=read_namespaced_pod)
+    assert _exit_code(core, "ns", "runner-0", stop, within=30.0) is None
+    assert reads == [0.0, 20.0]
+    core = SimpleNamespace(read_namespaced_pod=lambda name, ns: pod("terminated", 1))
+    assert _exit_code(core, "ns", "runner-0", stop, within=30.0) == 1

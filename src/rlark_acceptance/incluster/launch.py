@@ -29,6 +29,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from rlark_acceptance.adapters import cleanup
+from rlark_acceptance.adapters.clock import SYSTEM, Clock
 from rlark_acceptance.adapters.kubernetes.adapter import connect
 from rlark_acceptance.adapters.kubernetes.stream import ApiUnreachable, Reach, call
 from rlark_acceptance.incluster import bundle as bundling
@@ -87,6 +88,7 @@ class _Stop:
     def __init__(self, event: threading.Event | None, reach: Reach) -> None:
         self.event = event
         self.reach = reach
+        self.clock = reach.clock  # the launch's one clock: its deadlines and its timings
         self.resp: Any = None
         self.why: str | None = None  # the signal (or "stopped") that interrupted the run
 
@@ -170,6 +172,7 @@ def run(
     reports: Path,
     out: Sink | None = None,
     stop: threading.Event | None = None,
+    clock: Clock = SYSTEM,
 ) -> Outcome:
     """The profile's acceptance by a runner Job; its record in ``reports``. With ``stop``
     (another thread's), setting it interrupts the run as SIGINT does here. ``out``: the
@@ -188,10 +191,10 @@ def run(
     ns = spec.namespace
     patience = profile.timeouts.api_server
     seconds: dict[str, float] = {}
-    t0 = time.monotonic()
+    t0 = clock.monotonic()
     outcome = Outcome(2, name, url, seconds=seconds)
     submitted = False
-    stopper = _Stop(stop, Reach(api.configuration.host, patience))
+    stopper = _Stop(stop, Reach(api.configuration.host, patience, clock))
     with _interruptible(stopper):
         try:
             body = manifests.job(name, profile.name, pack, replace(spec, record=url))
@@ -237,7 +240,7 @@ def run(
                     _delete(batch, core, ns, name, stopper, wait=False)
                 except _UNDELETED as e:
                     say(f"warning: runner job {name} may be left in {ns}: {type(e).__name__}: {e}")
-    outcome.fetched = _fetch(url, reports, say, seconds)
+    outcome.fetched = _fetch(url, reports, say, (clock, seconds))
     if outcome.fetched:
         users_paths(reports, pack)
         _summary(reports, say)
@@ -293,7 +296,7 @@ def _runner_exit(
     say = _sayer(out)
     t0, seconds = timing
     pod, node, why = _wait_started(core, ns, name, stopper)
-    seconds["started"] = round(time.monotonic() - t0, 2)
+    seconds["started"] = round(stopper.clock.monotonic() - t0, 2)
     if why:
         say(f"error: runner pod {pod} cannot start: {why}")
         raise _NotStarted(pod)
@@ -310,7 +313,7 @@ def _runner_exit(
             "runner to finish, its record holds everything"
         )
         code = _exit_code(core, ns, pod, stopper, within=None)
-    seconds["finished"] = round(time.monotonic() - t0, 2)
+    seconds["finished"] = round(stopper.clock.monotonic() - t0, 2)
     return code
 
 
@@ -378,8 +381,9 @@ def _exit_code(
     """The runner container's exit code once it has terminated: within ``within`` seconds
     (None: as long as it runs). Each request rides an outage of the API server out, up to
     ``timeouts.apiServer`` in a row (then ``ApiUnreachable``)."""
-    deadline = None if within is None else time.monotonic() + within
-    while deadline is None or time.monotonic() < deadline:
+    now = stop.clock.monotonic
+    deadline = None if within is None else now() + within
+    while deadline is None or now() < deadline:
         p = stop.ask(core.read_namespaced_pod, pod, ns)
         for st in p.status.container_statuses or []:
             if st.state.terminated:
@@ -400,13 +404,17 @@ def _delete(
             raise
     if not wait:
         return
-    deadline = time.monotonic() + manifests.GRACE_SECONDS + 30
-    while _pods(stop.clean, core, ns, name) and time.monotonic() < deadline:
+    now = stop.clock.monotonic
+    deadline = now() + manifests.GRACE_SECONDS + 30
+    while _pods(stop.clean, core, ns, name) and now() < deadline:
         time.sleep(POLL_S)
 
 
-def _fetch(url: str, reports: Path, say: Any, seconds: dict[str, float]) -> bool:
-    t0 = time.monotonic()
+def _fetch(url: str, reports: Path, say: Any, timing: tuple[Clock, dict[str, float]]) -> bool:
+    """The runner's record from ``url`` into ``reports`` (its objects then removed), said
+    either way; ``timing``: the launch's clock and where the fetch's seconds are noted."""
+    clock, seconds = timing
+    t0 = clock.monotonic()
     reports.mkdir(parents=True, exist_ok=True)
     for part in RECORD_PARTS:
         path = reports / part
@@ -426,7 +434,7 @@ def _fetch(url: str, reports: Path, say: Any, seconds: dict[str, float]) -> bool
         record.remove(url)
     except Exception as e:  # any: the record is here already; where the copy stays is said
         say(f"warning: the fetched record stays at {url}: {type(e).__name__}: {e}")
-    seconds["fetch"] = round(time.monotonic() - t0, 2)
+    seconds["fetch"] = round(clock.monotonic() - t0, 2)
     say(f"in-cluster: record fetched into {reports} ({seconds['fetch']:.1f}s)")
     return True
 
