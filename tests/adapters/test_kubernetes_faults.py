@@ -415,8 +415,8 @@ BUSY_SECONDS = 12.0
     strict=False,
     reason="a known loss of the kubelet's own follow on a loaded machine: beside real RLinf "
     "runs at a load of 10-37 on 2 cores, 3 of 8 runs failed, where 14 of 14 on a quiet "
-    "machine (10 of them in a row) read every line once, whole, at 2.9-3.2 MB/s, and 28 of 30 "
-    "since the observer reads what has arrived at once, at 6.7-8.1 MB/s. 5 lines at a file "
+    "machine (10 of them in a row) read every line once, whole, at 2.9-3.2 MB/s, and 38 of 40 "
+    "since the observer reads what has arrived at once, at 6.6-8.1 MB/s. 5 lines at a file "
     "boundary, and in another run 33, were missing without a word, "
     "and a 40 KB line was split at a rotation: a follow at its file's end goes on to the "
     "new file as soon as it is created, while containerd's old logger still writes its "
