@@ -16,7 +16,7 @@ from kubernetes.client.exceptions import ApiException
 
 from rlark_acceptance.adapters.clock import Clock
 from rlark_acceptance.adapters.kubernetes.stream import ApiUnreachable, Reach
-from rlark_acceptance.incluster.launch import Interrupted, _create, _exit_code, _Stop
+from rlark_acceptance.incluster.launch import Interrupted, _create, _exit_code, _failure, _Stop
 
 SERVER = "https://api.example.test:6443"
 
@@ -119,3 +119,16 @@ def test_the_runner_is_waited_for_on_the_launchs_clock() -> None:
     assert reads == [0.0, 20.0]
     core = SimpleNamespace(read_namespaced_pod=lambda name, ns: pod("terminated", 1))
     assert _exit_code(core, "ns", "runner-0", stop, within=30.0) == 1
+
+
+@pytest.mark.parametrize(
+    ("error", "said"),
+    [
+        (ApiException(status=403, reason="Forbidden"), "refused the runner: 403 Forbidden"),
+        (ApiUnreachable("the Kubernetes API server X is unreachable"), "server X is unreachable"),
+        (urllib3.exceptions.ProtocolError("reset"), "did not answer: ProtocolError: reset"),
+    ],
+)
+def test_each_error_of_the_api_server_is_said_as_what_it_is(error: Exception, said: str) -> None:
+    line = _failure(error)
+    assert line.startswith("error: ") and said in line

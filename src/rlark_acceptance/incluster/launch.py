@@ -55,8 +55,9 @@ class Interrupted(Exception):
     pass
 
 
-# What a deletion of the runner can meet: the runner may then be left, which is said.
-_UNDELETED = (ApiException, ApiUnreachable, urllib3.exceptions.HTTPError, OSError)
+# The API server's errors the launch meets: a refusal, an outage past its bound, a transport
+# failure of a request not retried (a deletion that meets one may leave the runner: said).
+_API_ERRORS = (ApiException, ApiUnreachable, urllib3.exceptions.HTTPError, OSError)
 
 
 class Sink(Protocol):
@@ -222,23 +223,17 @@ def run(
             say(f"in-cluster: {e}: deleting runner job {name}; the runner removes its own Job")
             outcome.status = 2
             if submitted:
-                with contextlib.suppress(*_UNDELETED):  # tried again below, and said there
+                with contextlib.suppress(*_API_ERRORS):  # tried again below, and said there
                     _delete(batch, core, ns, name, stopper, wait=True)
                     submitted = False
-        except ApiUnreachable as e:
-            say(f"error: {e}")
-            return outcome
-        except ApiException as e:
-            say(f"error: the API server refused the runner: {e.status} {e.reason}: {_message(e)}")
-            return outcome
-        except (urllib3.exceptions.HTTPError, OSError) as e:
-            say(f"error: the API server did not answer: {type(e).__name__}: {e}")
+        except _API_ERRORS as e:
+            say(_failure(e))
             return outcome
         finally:
             if submitted:
                 try:
                     _delete(batch, core, ns, name, stopper, wait=False)
-                except _UNDELETED as e:
+                except _API_ERRORS as e:
                     say(f"warning: runner job {name} may be left in {ns}: {type(e).__name__}: {e}")
     outcome.fetched = _fetch(url, reports, say, (clock, seconds))
     if outcome.fetched:
@@ -247,6 +242,15 @@ def run(
     elif outcome.status == 0:
         outcome.status = 1  # a green runner whose record is not here is no acceptance
     return outcome
+
+
+def _failure(e: BaseException) -> str:
+    """The line that says why the launch stopped on an error of the API server."""
+    if isinstance(e, ApiException):
+        return f"error: the API server refused the runner: {e.status} {e.reason}: {_message(e)}"
+    if isinstance(e, ApiUnreachable):
+        return f"error: {e}"  # names the server, how long and its bound
+    return f"error: the API server did not answer: {type(e).__name__}: {e}"
 
 
 def _create(stopper: _Stop, create: Any, read: Any, ns: str, body: dict[str, Any]) -> Any:
