@@ -204,6 +204,33 @@ def test_an_interrupted_in_cluster_run_leaves_nothing(
     assert summary["verdict"] == "interrupted", summary["verdict"]
 
 
+def test_a_second_interrupt_does_not_cut_the_clean_up_short(
+    kube_env: KubeEnv, runner_image: str, site_secret: str, tmp_path: Path
+) -> None:
+    """SIGINT, and SIGINT again while the command waits for the runner's Pod to go (a user
+    pressing Ctrl-C twice): the clean-up the first began goes on, nothing is left, the
+    record comes back ``interrupted``, exit 2, and no traceback."""
+    site = Site.make(tmp_path / "site", before="echo fault-test, the run script starts; sleep 600")
+    argv, reports = command(tmp_path, site.profile, site_secret)
+    proc, out = started_until(tmp_path, argv, "Step 6 waits for 6.4")
+    proc.send_signal(signal.SIGINT)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        out += line
+        if "deleting runner job" in line:
+            break
+    time.sleep(1)
+    proc.send_signal(signal.SIGINT)
+    rest, _ = proc.communicate(timeout=300)
+    out += rest
+    assert proc.returncode == 2, out[-4000:]
+    assert "Traceback" not in out, out[-4000:]
+    assert "SIGINT again: the clean-up goes on" in out, out[-4000:]
+    assert settle(kube_env) == [], out[-3000:]
+    summary = json.loads((reports / "run-summary.json").read_text())
+    assert summary["verdict"] == "interrupted", summary["verdict"]
+
+
 def passed_through_an_outage(
     kube_env: KubeEnv, tmp_path: Path, site: Site, secret: str, when: str
 ) -> str:

@@ -86,12 +86,20 @@ class _Stop:
     is set; the log being followed is closed under the reader, which then stops. ``reach``:
     how long the API server has not answered the launch's requests."""
 
-    def __init__(self, event: threading.Event | None, reach: Reach) -> None:
+    def __init__(
+        self, event: threading.Event | None, reach: Reach, say: Any = lambda _line: None
+    ) -> None:
         self.event = event
         self.reach = reach
         self.clock = reach.clock  # the launch's one clock: its deadlines and its timings
+        self.say = say
         self.resp: Any = None
         self.why: str | None = None  # the signal (or "stopped") that interrupted the run
+
+    def again(self) -> None:
+        self.say(
+            f"in-cluster: {self.why} again: the clean-up goes on (the runner is being deleted)"
+        )
 
     def ask(self, fn: Any, *args: Any, **kw: Any) -> Any:
         """One request of the launch's waits, retried while the API server is away (at most
@@ -159,6 +167,11 @@ def _interruptible(stop: _Stop) -> Iterator[None]:
         return
 
     def on_signal(signum: int) -> None:
+        if stop.why:
+            # The clean-up the first signal began is under way: cut short, it would leave
+            # what was submitted (as the adapters' clean-up, it takes no second signal).
+            stop.again()
+            return
         # Raised inside a read of the log, the client may wrap it: the reader asks why.
         stop.why = signal.Signals(signum).name
         raise Interrupted(stop.why)
@@ -195,7 +208,7 @@ def run(
     t0 = clock.monotonic()
     outcome = Outcome(2, name, url, seconds=seconds)
     submitted = False
-    stopper = _Stop(stop, Reach(api.configuration.host, patience, clock))
+    stopper = _Stop(stop, Reach(api.configuration.host, patience, clock), say)
     with _interruptible(stopper):
         try:
             body = manifests.job(name, profile.name, pack, replace(spec, record=url))
@@ -235,7 +248,14 @@ def run(
                     _delete(batch, core, ns, name, stopper, wait=False)
                 except _API_ERRORS as e:
                     say(f"warning: runner job {name} may be left in {ns}: {type(e).__name__}: {e}")
-    outcome.fetched = _fetch(url, reports, say, (clock, seconds))
+        try:
+            outcome.fetched = _fetch(url, reports, say, (clock, seconds))
+        except Interrupted:  # a first signal while fetching (the runner Job is deleted already)
+            say(f"in-cluster: interrupted while fetching the record; it stays at {url}")
+            outcome.status = 2
+            return outcome
+        if stopper.why:  # interrupted, wherever (also while the record's copy was removed)
+            outcome.status = 2
     if outcome.fetched:
         users_paths(reports, pack)
         _summary(reports, say)
@@ -428,6 +448,8 @@ def _fetch(url: str, reports: Path, say: Any, timing: tuple[Clock, dict[str, flo
             path.unlink(missing_ok=True)
     try:
         complete = record.download(url, reports)
+    except Interrupted:
+        raise
     except Exception as e:  # any store's or client's failure: said, and the run is not passed
         say(f"error: the runner's record could not be fetched from {url}: {type(e).__name__}: {e}")
         return False
