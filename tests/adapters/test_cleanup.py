@@ -79,6 +79,51 @@ def test_a_second_signal_does_not_cut_the_cleanup_short() -> None:
     assert (code, out) == (2, ["closing", "closed", "KeyboardInterrupt"])
 
 
+# A run that a signal ended writes its record as pytest does after a KeyboardInterrupt; the
+# second Ctrl-C of a user pressing it twice lands meanwhile.
+WRITES_ITS_RECORD = textwrap.dedent("""
+    import signal, sys, time
+    from rlark_acceptance.adapters import cleanup
+
+    class Adapter:
+        def close(self):
+            cleanup.unregister(self)
+
+    cleanup.register(Adapter())
+    try:
+        print("ready", flush=True)
+        time.sleep(30)
+    except KeyboardInterrupt:
+        print("writing the record", flush=True)
+        time.sleep(1.0)
+        print("record written", flush=True)
+        sys.exit(2)
+""")
+
+
+def test_a_second_signal_does_not_cut_the_interrupted_runs_record_short() -> None:
+    child = subprocess.Popen(
+        [sys.executable, "-c", WRITES_ITS_RECORD],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "ready"
+        child.send_signal(signal.SIGINT)
+        assert child.stdout.readline().strip() == "writing the record"
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=20)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert (child.returncode, out.split("\n")[0]) == (2, "record written"), err
+    assert "SIGINT again: the run interrupted by SIGINT is removing" in err, err
+    assert "Traceback" not in err, err
+
+
 # A part of the program that stops otherwise while it runs (a release, the in-cluster launch)
 # takes the signal through ``cleanup.interrupts``: its callback runs instead of the clean-up,
 # the innermost scope's only; once the scopes are closed the clean-up owns the signal again.

@@ -138,9 +138,11 @@ def test_the_self_checks_start_as_soon_as_the_profiles_own_run_is_made(tmp_path:
     assert run.summary["verdict"] == "passed", run.summary
 
 
-def test_an_interrupt_while_self_checks_run_side_by_side_leaves_no_worker(tmp_path: Path) -> None:
-    """Ctrl-C once the runs are made ahead: the suite ends interrupted and no process of
-    any of its Workers is left."""
+def interrupted_in_step6(tmp_path: Path, *again_after: float) -> tuple[str, dict[str, Any]]:
+    """The three self-checks' suite, side by side, sent SIGINT (Ctrl-C) once the profile's
+    own run waits for 6.4, and again after each of ``again_after`` seconds: it ended
+    interrupted, exit 2, no process of any of its Workers left (and one was running at the
+    first signal). Its output and run-summary.json."""
     site = site_copy(tmp_path)
     mark = _marked(site, tmp_path)
     reports = tmp_path / "reports"
@@ -154,13 +156,34 @@ def test_an_interrupt_while_self_checks_run_side_by_side_leaves_no_worker(tmp_pa
     seen = output_until(proc, "Step 6 waits for 6.4", time.monotonic() + 300)
     running = pids_with_environ(mark)
     proc.send_signal(signal.SIGINT)
+    for seconds in again_after:
+        time.sleep(seconds)
+        proc.send_signal(signal.SIGINT)
     rest, _ = proc.communicate(timeout=120)
     output = (seen + rest).decode(errors="replace")
     assert running, f"no Worker of the site's runs was running at the interrupt:\n{output[-3000:]}"
     assert proc.returncode == 2, output[-3000:]
-    assert "side by side" in output
     left = pids_with_environ(mark)
-    assert left == [], f"Workers of self-checks made ahead were left: {left}"
+    assert left == [], f"Workers were left: {left}"
     summary = json.loads((reports / "run-summary.json").read_text(encoding="utf-8"))
     assert summary["verdict"] == "interrupted" and summary["interrupted"] is True, summary
+    return output, summary
+
+
+@pytest.mark.parametrize("gap", [0.2, 1.5])
+def test_ctrl_c_twice_still_removes_every_worker_and_writes_the_record(
+    tmp_path: Path, gap: float
+) -> None:
+    """Ctrl-C, and Ctrl-C again ``gap`` seconds later (a user pressing it twice: 0.2 s lands
+    while the Workers are removed, 1.5 s while the record is written): the second cuts
+    neither short, and ends nothing on a traceback."""
+    output, _ = interrupted_in_step6(tmp_path, gap)
+    assert "Traceback" not in output, output[-3000:]
+
+
+def test_an_interrupt_while_self_checks_run_side_by_side_leaves_no_worker(tmp_path: Path) -> None:
+    """Ctrl-C once the runs are made ahead: the suite ends interrupted and no process of
+    any of its Workers is left."""
+    output, summary = interrupted_in_step6(tmp_path)
+    assert "side by side" in output
     assert "never appears" in (summary["interruptedAt"] or {}).get("scenario", ""), summary

@@ -12,6 +12,9 @@ SIGINT / SIGTERM, every registered adapter is closed; then the signal ends the r
   raises KeyboardInterrupt, so ``finally`` blocks and pytest's own interrupt handling run.
 
 A signal that arrives while the cleanup runs is ignored: it must not cut the cleanup short.
+So is one after a signal has ended the run by KeyboardInterrupt (Ctrl-C pressed twice): the
+run is then removing what it submitted and writing its record, which a second
+KeyboardInterrupt would cut off, leaving no record or half of one. It is said, on stderr.
 
 This module owns the process's SIGINT / SIGTERM handler: a part of the program that stops
 otherwise while it runs (a release stops its profiles' sessions, the in-cluster launch
@@ -45,6 +48,8 @@ _term_interrupts = False
 _FAILURES: list[str] = []
 # The ``interrupts`` scopes now open, innermost last: the signal is theirs while one is.
 _SCOPES: list[Callable[[int], None]] = []
+# A signal has ended the run by KeyboardInterrupt: it is writing its record.
+_ended_by: list[str] = []
 
 
 def register(adapter: _Closable, *, signals: bool = True) -> None:
@@ -110,12 +115,25 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
     if _SCOPES:
         _SCOPES[-1](signum)
         return
+    if _ended_by:
+        name = signal.Signals(signum).name
+        with contextlib.suppress(OSError):  # no stderr left to say it on
+            os.write(
+                2,
+                f"rlark-acceptance: {name} again: the run interrupted by {_ended_by[0]} is "
+                "removing what it submitted and writing its record; it ends once they are "
+                "done\n".encode(),
+            )
+        return
     if not close_all():
         return  # a second signal while closing: let the first cleanup finish
     previous = _PREVIOUS.get(signum)
     if callable(previous):
+        if previous is signal.default_int_handler:  # it raises KeyboardInterrupt
+            _ended_by.append(signal.Signals(signum).name)
         previous(signum, frame)  # e.g. Python's SIGINT handler: KeyboardInterrupt
     elif signum == signal.SIGINT or previous == signal.SIG_IGN or _term_interrupts:
+        _ended_by.append(signal.Signals(signum).name)
         raise KeyboardInterrupt
     else:
         signal.signal(signum, signal.SIG_DFL)
