@@ -97,8 +97,10 @@ class _Stop:
         self.why: str | None = None  # the signal (or "stopped") that interrupted the run
 
     def again(self) -> None:
+        # Said wherever it lands: while the runner Job is deleted, or the record fetched.
         self.say(
-            f"in-cluster: {self.why} again: the clean-up goes on (the runner is being deleted)"
+            f"in-cluster: {self.why} again: the clean-up goes on (the runner Job deleted, "
+            "then its record fetched)"
         )
 
     def ask(self, fn: Any, *args: Any, **kw: Any) -> Any:
