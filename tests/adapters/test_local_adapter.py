@@ -20,7 +20,7 @@ import textwrap
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,7 @@ from rlark_acceptance.adapters import (
 from rlark_acceptance.adapters.clock import Clock
 from rlark_acceptance.adapters.local.adapter import LocalAdapter
 from rlark_acceptance.adapters.local.leftovers import POD_MARKER_ENV, LeftoversRemoved
+from rlark_acceptance.adapters.local.options import LocalOptions
 from rlark_acceptance.model.job import JOB_NAME_LABEL, ROLE_LABEL, RUN_ID_LABEL, Job, read_job
 from rlark_acceptance.model.profile import Profile, load_profile
 from rlark_acceptance.run.step6.engine import Engine
@@ -531,6 +532,33 @@ def test_two_workers_at_once_each_have_a_ray_client_server_of_their_own(
         for ref in refs:
             adapter.delete(ref)
     assert len(ports) == 2 and len(set(ports)) == 2 and 10001 not in ports, ports
+
+
+@pytest.mark.parametrize("monitor", [False, True], ids=["default", "rayMonitor"])
+def test_the_ray_head_runs_the_autoscalers_monitor_only_when_asked(
+    profile: Profile, s3_chain: Any, tmp_path: Path, monitor: bool
+) -> None:
+    """The one node is the whole cluster: the head leaves out the autoscaler's monitor unless
+    ``target.rayMonitor`` asks for it. The log monitor, which every head runs, shows the
+    Worker sees its own head's processes (the Pod's PID namespace holds only them)."""
+    options = profile.target.options
+    assert isinstance(options, LocalOptions)
+    target = replace(profile.target, options=replace(options, ray_monitor=monitor))
+    ad = open_adapter(replace(profile, target=target), scratch_root=str(tmp_path / "pods"))
+    script = (
+        "echo monitors=$(pgrep -fc autoscaler/_private/monitor.py)"
+        " log_monitors=$(pgrep -fc _private/log_monitor.py)\nsleep 300\n"
+    )
+    try:
+        job, text = write_job(tmp_path, unique("monitor"), script)
+        ref = ad.submit(job, text)
+        try:
+            t = watch(ad.observe(ref), lambda t: any("monitors=" in x for x in t.lines))
+        finally:
+            ad.delete(ref)
+    finally:
+        ad.close()
+    assert f"monitors={int(monitor)} log_monitors=1" in t.lines, t.lines
 
 
 def test_missing_host_path_keeps_the_pod_from_starting(

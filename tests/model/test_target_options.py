@@ -71,7 +71,7 @@ def preflight(profile: Path) -> subprocess.CompletedProcess[str]:
             ["rayDashbord: true"],
             0,
             "target.rayDashbord is not an option of the local adapter (known: imageDirs, "
-            "images, rayDashboard, rayNumCpus, scratchRoot, withoutGpu)",
+            "images, rayDashboard, rayMonitor, rayNumCpus, scratchRoot, withoutGpu)",
         ),
         ("local.yaml", ["withoutGpu: 'yes'"], 0, "target.withoutGpu must be true or false"),
         ("local.yaml", ["rayNumCpus: 1.5"], 0, "target.rayNumCpus must be a whole number"),

@@ -94,6 +94,7 @@ def test_ray_head_stays_on_loopback_with_no_gpus_and_the_dashboard_as_asked() ->
     assert "--num-gpus=0" in base and "--disable-usage-stats" in base
     assert "--dashboard-host=127.0.0.1" in base and not any("include-dashboard" in a for a in base)
     assert "--include-dashboard=false" in ray_head(dashboard=False)
+    assert "--no-monitor" not in base and "--no-monitor" in ray_head(dashboard=None, monitor=False)
     on = ray_head(dashboard=True, num_cpus=3, temp_dir="/tmp/ray", ports={"--port": 20001})
     assert {
         "--include-dashboard=true",

@@ -141,6 +141,7 @@ def _mount(m: Mount, host_base: Path | None) -> WorkerMount:
 def ray_head(
     *,
     dashboard: bool | None,
+    monitor: bool = True,
     num_cpus: int | None = None,
     temp_dir: str | None = None,
     ports: Mapping[str, int] | None = None,
@@ -148,8 +149,10 @@ def ray_head(
     """``ray start --head`` as the Worker runs it, on the Pod's own loopback.
 
     ``dashboard``: None leaves it to Ray (started when the image has its dependencies);
-    it serves the state API RLinf lists its actors through. ``ports``: Ray's flags for the
-    ports it would otherwise take from fixed defaults (``--port``: 20001...).
+    it serves the state API RLinf lists its actors through. ``monitor``: False leaves out
+    the autoscaler's monitor, which a head with no node to add has no use for. ``ports``:
+    Ray's flags for the ports it would otherwise take from fixed defaults (``--port``:
+    20001...).
     """
     if dashboard is None:
         board = ["--dashboard-host=127.0.0.1"]
@@ -168,6 +171,7 @@ def ray_head(
         "--num-gpus=0",
         "--object-store-memory=100000000",
         *board,
+        *([] if monitor else ["--no-monitor"]),
         "--disable-usage-stats",
         *([f"--temp-dir={temp_dir}"] if temp_dir else []),
         *(f"{k}={v}" for k, v in (ports or {}).items()),

@@ -137,6 +137,7 @@ def init_spec(
             f". {SCRIPT_DIR}/run.sh",
             ray_head(
                 dashboard=options.ray_dashboard,
+                monitor=options.ray_monitor,
                 num_cpus=options.ray_num_cpus,
                 temp_dir=RAY_TEMP_DIR,
                 # Every port Ray would otherwise take from fixed defaults is picked free, so

@@ -25,6 +25,9 @@ class LocalOptions:
     without_gpu: bool = False
     # The Ray head with its dashboard (Ray's state API, which RLinf lists its actors through).
     ray_dashboard: bool = False
+    # The Ray head with the autoscaler's monitor. Off by default: the one node is the whole
+    # cluster, so the monitor has nothing to scale, and it takes each head 0.3-0.6 s of CPU.
+    ray_monitor: bool = False
     # The Ray head's CPUs.
     ray_num_cpus: int = 1
     # /workspace folders the image ships besides those the scripts cd into.
