@@ -121,3 +121,19 @@ def test_a_build_stopped_by_sigterm_leaves_no_go_running_and_no_half_built_tree(
     else:
         os.kill(go_pid, signal.SIGKILL)
         raise AssertionError("the go command went on building after the build was stopped")
+
+
+def test_a_recipe_is_keyed_by_the_content_of_the_repositorys_files_it_builds(
+    tmp_path: Path,
+) -> None:
+    # The S3 server's command is a file of this repository: an edit of it must build anew,
+    # not reuse the binary the old text made.
+    source = tmp_path / "main.go"
+    source.write_text("package main\n")
+    recipe = build.Recipe("s3gw", "v1", 1, ("versitygw",), lambda *_: None, inputs=(source,))
+    before = recipe.key
+    assert before.startswith("s3gw-v1-r1-") and recipe.key == before
+    source.write_text("package main\n\nfunc main() {}\n")
+    assert recipe.key != before
+    assert build.Recipe("etcd", "v1", 1, ("etcd",), lambda *_: None).key == "etcd-v1-r1"
+    assert build.RECIPES["versitygw"].inputs == (ROOT / "testenv" / "s3gw" / "main.go",)
