@@ -2,8 +2,9 @@
 // backend) started through embedgw, the entry point versitygw keeps for embedding it.
 //
 // versitygw's own command also links its Azure, S3-proxy and ScoutFS backends, which the
-// test services never start: a third more packages to compile on a fresh machine (the
-// build is what a first `./run acceptance` waits on). This command serves the posix
+// test services never start: 589 packages to compile on a fresh machine against 493 here,
+// 60 s against 43 s on two cores, and that build is what a first `./run acceptance` waits
+// on. This command serves the posix
 // backend only, with the defaults versitygw's command gives every setting the tests
 // leave unset, and takes the part of its command line they use:
 //
