@@ -16,7 +16,14 @@ from kubernetes.client.exceptions import ApiException
 
 from rlark_acceptance.adapters.clock import Clock
 from rlark_acceptance.adapters.kubernetes.stream import ApiUnreachable, Reach
-from rlark_acceptance.incluster.launch import Interrupted, _create, _exit_code, _failure, _Stop
+from rlark_acceptance.incluster.launch import (
+    Interrupted,
+    _agreed,
+    _create,
+    _exit_code,
+    _failure,
+    _Stop,
+)
 
 SERVER = "https://api.example.test:6443"
 
@@ -132,3 +139,17 @@ def test_the_runner_is_waited_for_on_the_launchs_clock() -> None:
 def test_each_error_of_the_api_server_is_said_as_what_it_is(error: Exception, said: str) -> None:
     line = _failure(error)
     assert line.startswith("error: ") and said in line
+
+
+@pytest.mark.parametrize(
+    ("status", "verdict", "expected"),
+    [(0, "passed", 0), (0, "interrupted", 1), (0, None, 1), (1, "failed", 1), (2, "passed", 2)],
+)
+def test_the_exit_status_is_never_green_on_a_record_that_is_not(
+    status: int, verdict: str | None, expected: int
+) -> None:
+    said: list[str] = []
+    assert _agreed(status, verdict, "s3://b/r", said.append) == expected
+    assert bool(said) == (expected != status), said
+    if said:
+        assert "exited 0" in said[0] and repr(verdict) in said[0] and "s3://b/r" in said[0]

@@ -260,7 +260,7 @@ def run(
             outcome.status = 2
     if outcome.fetched:
         users_paths(reports, pack)
-        _summary(reports, say)
+        outcome.status = _agreed(outcome.status, _summary(reports, say), url, say)
     elif outcome.status == 0:
         outcome.status = 1  # a green runner whose record is not here is no acceptance
     return outcome
@@ -340,6 +340,12 @@ def _runner_exit(
         )
         code = _exit_code(core, ns, pod, stopper, within=None)
     seconds["finished"] = round(stopper.clock.monotonic() - t0, 2)
+    with contextlib.suppress(*_API_ERRORS):  # only said: the record is the verdict
+        ran = sorted(p.metadata.name for p in _pods(stopper.ask, core, ns, name))
+        if ran != [pod]:
+            # The Job ran more than this Pod (its controller may start a second one through
+            # an outage of the API server): they write one record, then maybe not this one's.
+            say(f"warning: runner job {name} ran pods {', '.join(ran)}; followed {pod}")
     return code
 
 
@@ -481,12 +487,29 @@ def users_paths(reports: Path, pack: bundling.Bundle) -> None:
                     f.write_text(text.replace(pod, own), encoding="utf-8", errors="surrogateescape")
 
 
-def _summary(reports: Path, say: Any) -> None:
+def _agreed(status: int, verdict: str | None, url: str, say: Any) -> int:
+    """The exit status: the runner's, but never 0 on a record whose verdict is not passed.
+    A runner Pod that ended green beside a record that is not holds what another runner Pod
+    of the Job wrote there (the Job controller may start a second one through an outage of
+    the API server), or nothing readable: the record is the verdict."""
+    if status == 0 and verdict != "passed":
+        say(
+            f"error: the runner pod exited 0 but the record at {url} says {verdict!r}: "
+            "another runner Pod of the Job may have written it"
+        )
+        return 1
+    return status
+
+
+def _summary(reports: Path, say: Any) -> str | None:
+    """The fetched record's verdict, said; None when it has no readable run-summary.json."""
     try:
         data = json.loads((reports / "run-summary.json").read_text())
     except (OSError, ValueError):
         say("error: the fetched record has no readable run-summary.json")
-        return
+        return None
     first = data.get("earliestFailure") or {}
     tail = f", earliest failure {first.get('check')}" if first else ""
     say(f"in-cluster: verdict {data.get('verdict')}{tail}")
+    verdict = data.get("verdict")
+    return verdict if isinstance(verdict, str) else None
