@@ -493,8 +493,9 @@ def _agreed(status: int, verdict: str | None, url: str, say: Any) -> int:
     of the Job wrote there (the Job controller may start a second one through an outage of
     the API server), or nothing readable: the record is the verdict."""
     if status == 0 and verdict != "passed":
+        what = f"says {verdict!r}" if verdict else "has no verdict"
         say(
-            f"error: the runner pod exited 0 but the record at {url} says {verdict!r}: "
+            f"error: the runner pod exited 0 but the record at {url} {what}: "
             "another runner Pod of the Job may have written it"
         )
         return 1
