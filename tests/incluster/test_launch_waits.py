@@ -22,6 +22,7 @@ from rlark_acceptance.incluster.launch import (
     _create,
     _exit_code,
     _failure,
+    _once,
     _Stop,
 )
 
@@ -154,3 +155,15 @@ def test_the_exit_status_is_never_green_on_a_record_that_is_not(
     if said:
         what = repr(verdict) if verdict else "has no verdict"
         assert "exited 0" in said[0] and what in said[0] and "s3://b/r" in said[0]
+
+
+def test_the_pods_said_after_the_runner_are_asked_once_within_a_bound() -> None:
+    asked: list[dict[str, Any]] = []
+
+    def down(ns: str, **kw: Any) -> None:
+        asked.append(kw)
+        raise urllib3.exceptions.MaxRetryError(None, "/api/v1/pods", "refused")  # type: ignore[arg-type]
+
+    with pytest.raises(urllib3.exceptions.MaxRetryError):
+        _once(down, "ns", timeout=5.0, label_selector="x")
+    assert asked == [{"_request_timeout": 5.0, "label_selector": "x"}]

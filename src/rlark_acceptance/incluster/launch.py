@@ -13,6 +13,7 @@ node cannot pull) is a usage error: one line with the kubelet's own reason, exit
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import shutil
 import signal
@@ -54,6 +55,9 @@ RECORD_PARTS = ("run-summary.json", "junit.xml", "allure-results")
 class Interrupted(Exception):
     pass
 
+
+# How long the listing of the runner's Pods after its end may take (one request).
+PODS_ASK_S = 5.0
 
 # The API server's errors the launch meets: a refusal, an outage past its bound, a transport
 # failure of a request not retried (a deletion that meets one may leave the runner: said).
@@ -340,8 +344,11 @@ def _runner_exit(
         )
         code = _exit_code(core, ns, pod, stopper, within=None)
     seconds["finished"] = round(stopper.clock.monotonic() - t0, 2)
-    with contextlib.suppress(*_API_ERRORS):  # only said: the record is the verdict
-        ran = sorted(p.metadata.name for p in _pods(stopper.ask, core, ns, name))
+    # Only said (the record is the verdict), so one request: riding an outage out here
+    # would hold the result up to timeouts.apiServer for a warning.
+    with contextlib.suppress(*_API_ERRORS):
+        once = functools.partial(_once, timeout=PODS_ASK_S)
+        ran = sorted(p.metadata.name for p in _pods(once, core, ns, name))
         if ran != [pod]:
             # The Job ran more than this Pod (its controller may start a second one through
             # an outage of the API server): they write one record, then maybe not this one's.
@@ -362,6 +369,11 @@ def _message(e: ApiException) -> str:
         return str(json.loads(e.body or "{}").get("message") or "")
     except ValueError:
         return str(e.body or "")[:300]
+
+
+def _once(fn: Any, *args: Any, timeout: float, **kw: Any) -> Any:
+    """``fn`` asked once, answered within ``timeout`` seconds or raised."""
+    return fn(*args, _request_timeout=timeout, **kw)
 
 
 def _pods(ask: Any, core: client.CoreV1Api, ns: str, name: str) -> list[Any]:
