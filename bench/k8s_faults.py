@@ -36,8 +36,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 from fixtures.testenv import KubeEnv  # noqa: E402
 from rlark_acceptance.model.job import JOB_NAME_LABEL  # noqa: E402
 from testenv import state  # noqa: E402
-from tests.adapters.k8s_suite import STARTING, Site, SuiteRun, waits_for  # noqa: E402
-from tests.adapters.test_kubernetes_faults import LOUD, remove_jobs  # noqa: E402
+from tests.adapters.k8s_suite import LOUD, STARTING, Site, SuiteRun, remove_jobs, waits_for  # noqa: E402  # noqa: E402
 
 SIGNAL = r"Global Step: +[0-9]+%\|"
 LINE = "x" * 99 + "\n"

@@ -52,8 +52,12 @@ from rlark_acceptance.model.profile import load_profile  # noqa: E402
 from rlark_acceptance.run.step6.plan import manifest_of  # noqa: E402
 from rlark_acceptance.run.step6.run_id import for_run, new_run_id  # noqa: E402
 from testenv import cluster  # noqa: E402
-from tests.adapters.k8s_suite import Site  # noqa: E402
-from tests.adapters.test_kubernetes_faults import LONG, LONG_EVERY, NUMBERED  # noqa: E402
+from tests.adapters.k8s_suite import (  # noqa: E402
+    LONG,
+    LONG_EVERY,
+    NUMBERED,
+    Site,
+)
 
 SAMPLE_S = 0.1  # how often the harness process's RSS and spool are sampled
 CHUNK = 1 << 20  # kubectl's output is read a megabyte at a time

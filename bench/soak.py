@@ -69,8 +69,13 @@ from rlark_acceptance.model.job import JOB_NAME_LABEL  # noqa: E402
 from testenv import s3 as testenv_s3  # noqa: E402
 from testenv import state  # noqa: E402
 from tests.adapters import k8s_suite  # noqa: E402
-from tests.adapters.k8s_suite import STARTING, SuiteRun, schedulable_again, waits_for  # noqa: E402
-from tests.adapters.test_kubernetes_faults import LOUD  # noqa: E402
+from tests.adapters.k8s_suite import (  # noqa: E402
+    LOUD,
+    STARTING,
+    SuiteRun,
+    schedulable_again,
+    waits_for,
+)
 from tests.release.release_runs import ReleaseRun, release_file, run_release, variant  # noqa: E402
 from tests.run.suite_runs import STEP6_ONLY, site_copy  # noqa: E402
 

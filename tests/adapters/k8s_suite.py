@@ -17,13 +17,16 @@ import selectors
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
 from kubernetes import client
 
 from fixtures.testenv import KubeEnv
+from rlark_acceptance.model.job import JOB_NAME_LABEL
 from testenv import state
 from tests.run.suite_runs import STEP6_ONLY, features_command
 
@@ -43,6 +46,22 @@ CHECKOUT = (
 RUN_SCRIPT = "cd /workspace/smoke && python -m rlark_acceptance.smoke"
 # Printed by the run script before the smoke workload: 6.3 passes on it, then 6.4 waits.
 STARTING = "echo fault-test, the run script starts"
+# The record's warning when the kubelet may have rotated lines away unread.
+ROTATED = "LogRotated: the kubelet rotated the Worker's log before it was read: lines written "
+# A loud Worker: {n} lines of 100 bytes as fast as Python prints them.
+LOUD = (
+    "python -c \"import sys; line = 'x' * 99 + chr(10); "
+    '[sys.stdout.write(line) for _ in range({n})]; sys.stdout.flush()"'
+)
+# Numbered lines of 100 bytes, every LONG_EVERY-th of LONG bytes: which ones were read, in
+# what order and whether whole, is countable. A long line is over the runtime's 16 KiB
+# maximum, stored as partial entries: a rotation falls between two of them now and then.
+LONG_EVERY, LONG = 2000, 40_000
+NUMBERED = (
+    'python -c "import sys; w = sys.stdout.write; '
+    f"[w('L%09d ' % i + 'x' * (i % {LONG_EVERY} and 89 or {LONG - 11}) + chr(10))"
+    ' for i in range({n})]; sys.stdout.flush()"'
+)
 
 
 def waits_for(check: str) -> str:
@@ -209,6 +228,13 @@ class SuiteRun:
             self.proc.wait(timeout=30)
 
 
+def earliest(run: SuiteRun) -> dict[str, Any]:
+    """The run's earliest failure, which it must have."""
+    first = run.summary.get("earliestFailure")
+    assert first is not None, run.tail()
+    return first
+
+
 def schedulable_again(kube_env: KubeEnv, within: float = 180.0) -> None:
     """A GPU Pod is placed on the real node again. After the API server is back, the node
     stays Ready and untainted, but kube-scheduler only sees new Pods once its watches
@@ -259,3 +285,80 @@ def schedulable_again(kube_env: KubeEnv, within: float = 180.0) -> None:
                 return
         time.sleep(0.2)
     raise AssertionError(f"the probe Pod stayed in {ns}")
+
+
+def remove_jobs(kube_env: KubeEnv, ns: str, within: float = 90.0) -> None:
+    """Every Job of the profile and its Pods gone, waited for: a restarted API server refuses
+    at first (its RBAC caches load), and a Pod still listed keeps the node's GPUs from the
+    next test's Worker (6.2 Pending)."""
+    custom, core = kube_env.custom(), kube_env.core()
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            jobs = custom.list_namespaced_custom_object("rlark.io", "v1alpha1", ns, "jobs")
+            for item in jobs["items"]:
+                custom.delete_namespaced_custom_object(
+                    "rlark.io", "v1alpha1", ns, "jobs", item["metadata"]["name"]
+                )
+            core.delete_collection_namespaced_pod(
+                ns, label_selector=JOB_NAME_LABEL, grace_period_seconds=0
+            )
+            if not core.list_namespaced_pod(ns, label_selector=JOB_NAME_LABEL).items:
+                return
+        except Exception:  # any: the API server may be restarting; past the deadline, raised
+            if time.monotonic() > deadline:
+                raise
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the profile's Pods are still in {ns} after {within:.0f} s")
+        time.sleep(0.5)
+
+
+def harness_role(without: str = "") -> list[dict[str, Any]]:
+    """The rules of deploy/harness-rbac.yaml's Role, ``without`` that verb on jobs."""
+    docs = list(yaml.safe_load_all((REPO / "deploy" / "harness-rbac.yaml").read_text()))
+    role = next(d for d in docs if d["kind"] == "Role")
+    rules = []
+    for r in role["rules"]:
+        if r["resources"] == ["jobs"]:
+            r = {**r, "verbs": [v for v in r["verbs"] if v != without]}
+        rules.append(r)
+    return rules
+
+
+def bind(kube_env: KubeEnv, ns: str, rules: list[dict[str, Any]] | None) -> None:
+    """The harness's ServiceAccount in ``ns``: bound to ``rules`` (None: to nothing)."""
+    if rules is None:
+        return
+    rbac = client.RbacAuthorizationV1Api(kube_env.api_client())
+    rbac.create_namespaced_role(ns, {"metadata": {"name": "harness"}, "rules": rules})
+    rbac.create_namespaced_role_binding(
+        ns,
+        {
+            "metadata": {"name": "harness"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "harness"},
+            "subjects": [
+                {
+                    "kind": "ServiceAccount",
+                    "name": "rlark-acceptance",
+                    "namespace": kube_env.namespace,
+                }
+            ],
+        },
+    )
+
+
+@contextlib.contextmanager
+def site_namespace(
+    kube_env: KubeEnv, prefix: str, rules: list[dict[str, Any]] | None
+) -> Iterator[str]:
+    """A namespace of the test's own, set up as a site sets up the profile's: the harness's
+    ServiceAccount bound to ``rules`` there (None: to nothing). Its Jobs and Pods, then the
+    namespace itself, are gone after. A test that runs the suite in it and holds that
+    nothing of its run is left needs the cluster only beside the other tests, not alone."""
+    ns = kube_env.create_namespace(prefix)
+    try:
+        bind(kube_env, ns, rules)
+        yield ns
+    finally:
+        remove_jobs(kube_env, ns)
+        kube_env.delete_namespace(ns)

@@ -8,7 +8,7 @@ API server outages and restarts, and a consumer busy for a while; an interleavin
 of the readers' streams, the probes, the ticks, the rotations and the Worker goes next
 (a seeded ``random.Random``). The stand-in kubelet serves the log as the real one does
 (``tests/adapters/kubelet.py``); the same on the real node, a Worker printing 3 M lines
-through several rotations, is in ``test_kubernetes_faults.py``.
+through several rotations, is in ``test_kubernetes_loud_worker.py``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 takes, and when a jump of the stamps can no longer be a skipped file.
 
 Pure parts, driven directly; the same on the real node's kubelet, a Worker printing 3 M
-numbered lines through several rotations, is in ``test_kubernetes_faults.py``.
+numbered lines through several rotations, is in ``test_kubernetes_loud_worker.py``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The end of a Worker's log once the Worker is over, as the log machine decides it
 (``logmachine.py``): which reader is cut when idle, and when. Driven event by event on the
 test's clock, no thread and no wait; the same on the real node's kubelet, a Worker printing
-3 M numbered lines through several rotations, is in ``test_kubernetes_faults.py``.
+3 M numbered lines through several rotations, is in ``test_kubernetes_loud_worker.py``.
 """
 
 from __future__ import annotations

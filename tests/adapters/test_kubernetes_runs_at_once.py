@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import re
 import secrets
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from fixtures.testenv import KubeEnv, S3Env
 from rlark_acceptance.model.job import JOB_NAME_LABEL
-from tests.adapters.k8s_suite import Site, SuiteRun
+from tests.adapters.k8s_suite import Site, SuiteRun, harness_role, site_namespace
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -29,12 +30,17 @@ def _keys(s3_env: S3Env, prefix: str) -> set[str]:
     return {o["Key"] for o in got.get("Contents", [])}
 
 
-# Alone at the cluster: it holds that nothing at all is left in the shared namespace.
-@pytest.mark.cluster_alone
+@pytest.fixture
+def namespace(kube_env: KubeEnv) -> Iterator[str]:
+    """The profile's namespace, the test's own (it holds that nothing is left there)."""
+    with site_namespace(kube_env, "twice", harness_role()) as ns:
+        yield ns
+
+
 def test_two_runs_of_one_kubernetes_profile_at_once_both_pass_each_with_its_own(
-    kube_env: KubeEnv, s3_env: S3Env, tmp_path: Path
+    kube_env: KubeEnv, s3_env: S3Env, namespace: str, tmp_path: Path
 ) -> None:
-    site = Site.make(tmp_path / "site")
+    site = Site.make(tmp_path / "site", namespace=namespace)
     # What was there before: an object of this test's own under the runs' prefix (other
     # runs on the machine write and remove their own there meanwhile).
     there = f"{PREFIX}there-before-{secrets.token_hex(3)}/object"
@@ -65,10 +71,10 @@ def test_two_runs_of_one_kubernetes_profile_at_once_both_pass_each_with_its_own(
 
     # Nothing of either run is left in the namespace or the bucket; what was there stays.
     jobs = kube_env.custom().list_namespaced_custom_object(
-        "rlark.io", "v1alpha1", kube_env.namespace, "jobs"
+        "rlark.io", "v1alpha1", namespace, "jobs"
     )
     assert not [j["metadata"]["name"] for j in jobs["items"]]
-    pods = kube_env.core().list_namespaced_pod(kube_env.namespace, label_selector=JOB_NAME_LABEL)
+    pods = kube_env.core().list_namespaced_pod(namespace, label_selector=JOB_NAME_LABEL)
     assert not [p.metadata.name for p in pods.items]
     assert _keys(s3_env, there) == {there}
     s3_env.client().delete_object(Bucket=s3_env.bucket, Key=there)
