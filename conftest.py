@@ -10,6 +10,7 @@ pytest_plugins = [
     "fixtures.side_by_side",
     "fixtures.testenv",
     "fixtures.test_order",
+    "fixtures.timeline",
     "steps.profile_steps",
     "steps.job_steps",
     "steps.preflight_steps",

@@ -6,6 +6,11 @@ when the suite gets slower:
 
     python tests/durations.py reports/tests/junit.xml
 
+``--timeline reports/tests/timeline.jsonl`` (written by ``./run tests``,
+``fixtures/timeline.py``) says where the workers' time went instead: how long each ran
+tests, waited for a turn at the cluster, or sat idle with nothing left to take, and which
+tests waited longest.
+
 ``--write`` keeps the figures in ``tests/durations.json``: the next runs hand out the longest
 files first (``fixtures/test_order.py``).
 """
@@ -17,7 +22,9 @@ import json
 import sys
 import xml.etree.ElementTree as ET
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 DURATIONS = HERE / "durations.json"  # read by fixtures/test_order.py
@@ -39,15 +46,79 @@ def per_file(junit: Path) -> dict[str, float]:
     return dict(sorted(seconds.items(), key=lambda kv: -kv[1]))
 
 
+@dataclass
+class Worker:
+    """One worker's share of a session's span, in seconds."""
+
+    running: float = 0.0  # in a test, its turns' waits left out
+    waiting: float = 0.0  # for a turn at a shared service
+    last_end: float = 0.0
+
+    def idle(self, span: float) -> float:
+        return span - self.running - self.waiting
+
+
+def timeline(lines: list[dict[str, Any]]) -> tuple[float, dict[str, Worker]]:
+    """The session's span (its first test's start to its last test's end) and each
+    worker's share of it, from ``fixtures/timeline.py``'s lines."""
+    if not lines:
+        return 0.0, {}
+    first = min(line["start"] for line in lines)
+    workers: dict[str, Worker] = defaultdict(Worker)
+    for line in lines:
+        w = workers[line["worker"]]
+        w.waiting += line["waited"]
+        w.running += line["end"] - line["start"] - line["waited"]
+        w.last_end = max(w.last_end, line["end"] - first)
+    span = max(line["end"] for line in lines) - first
+    return span, dict(sorted(workers.items()))
+
+
+def print_timeline(path: Path) -> None:
+    lines = [json.loads(t) for t in path.read_text(encoding="utf-8").splitlines() if t]
+    span, workers = timeline(lines)
+    total = span * len(workers) or 1.0
+    running = sum(w.running for w in workers.values())
+    waiting = sum(w.waiting for w in workers.values())
+    print(
+        f"{span:.0f} s on {len(workers)} workers: running {running / total:.0%}, "
+        f"waiting for a turn {waiting / total:.0%}, idle {1 - (running + waiting) / total:.0%}"
+    )
+    for name, w in workers.items():
+        print(
+            f"  {name}: running {w.running:7.1f} s, waiting {w.waiting:7.1f} s, "
+            f"idle {w.idle(span):7.1f} s, done at {w.last_end:7.1f} s"
+        )
+    waits = sorted((line for line in lines if line["waited"] >= 1.0), key=lambda x: -x["waited"])
+    if waits:
+        print("longest waits for a turn:")
+    first = min(line["start"] for line in lines)
+    for line in waits[:30]:
+        print(
+            f"{line['waited']:8.1f} s  {line['worker']} at {line['start'] - first:7.1f} s  "
+            f"{line['test']}"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("junit", type=Path)
+    ap.add_argument("junit", type=Path, nargs="?")
+    ap.add_argument(
+        "--timeline",
+        type=Path,
+        metavar="FILE",
+        help="say where the workers' time went, from ./run tests' timeline.jsonl",
+    )
     ap.add_argument(
         "--write",
         action="store_true",
         help="also write tests/durations.json, the order the next runs hand files out in",
     )
     args = ap.parse_args(argv)
+    if args.timeline is not None:
+        print_timeline(args.timeline)
+    if args.junit is None:
+        return 0
     seconds = per_file(args.junit)
     if args.write:
         rounded = {name: round(s, 1) for name, s in seconds.items()}

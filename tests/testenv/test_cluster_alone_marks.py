@@ -57,6 +57,17 @@ def unmarked(path: Path) -> list[str]:
     return found
 
 
+def marked(path: Path) -> bool:
+    """Whether ``path`` holds a ``cluster_alone`` test (the module's mark, or a test's)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return _module_alone(tree) or any(
+        isinstance(node, ast.FunctionDef)
+        and node.name.startswith("test_")
+        and _alone(node.decorator_list)
+        for node in ast.walk(tree)
+    )
+
+
 def test_every_test_that_stops_part_of_the_cluster_is_alone_at_it() -> None:
     missing = [name for path in sorted(TESTS.rglob("test_*.py")) for name in unmarked(path)]
     assert missing == [], f"mark these @pytest.mark.cluster_alone: {missing}"

@@ -83,3 +83,26 @@ def test_every_file_of_real_rlinf_runs_is_in_their_unit() -> None:
     }
     listed = {f for f, scope in SCOPES.items() if scope == REAL_RLINF}
     assert running and running == listed, (running, listed)
+
+
+def test_every_file_of_cluster_alone_tests_is_in_their_unit() -> None:
+    """A file holding a ``cluster_alone`` test handed out on its own would have its worker
+    wait for the unit's current test, and the unit's next test wait for it: each such file
+    is listed in ``SCOPES``, and only those."""
+    from fixtures.test_order import CLUSTER_ALONE, SCOPES
+    from tests.testenv.test_cluster_alone_marks import marked
+
+    root = DURATIONS.parent.parent
+    holding = {
+        str(path.relative_to(root))
+        for path in (root / "tests").rglob("test_*.py")
+        if marked(path) and path.name != "test_cluster_alone_marks.py"
+    }
+    listed = {f for f, scope in SCOPES.items() if scope == CLUSTER_ALONE}
+    assert holding and holding == listed, (holding, listed)
+
+
+def test_the_files_beside_the_cluster_alone_unit_go_after_the_others() -> None:
+    seconds = {"chain": 900.0, "a": 500.0, "b": 400.0, "k": 300.0, "f": 10.0}
+    order = spaced(["f", "k", "b", "a", "chain"], seconds, {"chain"}, workers=3, beside={"k"})
+    assert order == ["chain", "a", "b", "f", "k"]
