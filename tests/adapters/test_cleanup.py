@@ -164,3 +164,40 @@ def test_a_scope_of_interrupts_takes_the_signal_instead_of_the_cleanup_then_hand
         "KeyboardInterrupt",
     ], done.stderr
     assert done.returncode == 2, done.stderr
+
+
+# An interrupted run that has done everything, then Ctrl-C again in the last moments of the
+# interpreter's exit (a finalizer sends it, after Python has put the default handlers back).
+LATE = textwrap.dedent("""
+    import os, signal, sys, time
+    from rlark_acceptance.adapters import cleanup
+
+    cleanup.install_handlers()
+    if sys.argv[1] == "interrupted":
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
+        except KeyboardInterrupt:
+            print("KeyboardInterrupt", flush=True)
+
+    class Late:
+        def __del__(self):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.2)
+
+    late = Late()
+    sys.exit(2)
+""")
+
+
+@pytest.mark.parametrize(("how", "status"), [("interrupted", 2), ("not interrupted", -2)])
+def test_a_signal_in_the_last_moments_of_an_interrupted_runs_exit_keeps_its_status(
+    how: str, status: int
+) -> None:
+    """An interrupted run exits 2 however late a second Ctrl-C lands; one that no signal
+    reached keeps the default: Ctrl-C then ends it as it ends any program."""
+    done = subprocess.run(
+        [sys.executable, "-c", LATE, how], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == status, (done.returncode, done.stdout, done.stderr)
+    assert ("KeyboardInterrupt" in done.stdout) == (how == "interrupted"), done.stdout

@@ -162,7 +162,7 @@ def interrupted_in_step6(tmp_path: Path, *again_after: float) -> tuple[str, dict
     rest, _ = proc.communicate(timeout=120)
     output = (seen + rest).decode(errors="replace")
     assert running, f"no Worker of the site's runs was running at the interrupt:\n{output[-3000:]}"
-    assert proc.returncode == 2, output[-3000:]
+    assert proc.returncode == 2, f"exit {proc.returncode}\n{output[-3000:]}"
     left = pids_with_environ(mark)
     assert left == [], f"Workers were left: {left}"
     summary = json.loads((reports / "run-summary.json").read_text(encoding="utf-8"))

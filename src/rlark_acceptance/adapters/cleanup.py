@@ -15,6 +15,10 @@ A signal that arrives while the cleanup runs is ignored: it must not cut the cle
 So is one after a signal has ended the run by KeyboardInterrupt (Ctrl-C pressed twice): the
 run is then removing what it submitted and writing its record, which a second
 KeyboardInterrupt would cut off, leaving no record or half of one. It is said, on stderr.
+And once a signal has reached the process, one in the last moments of its exit is ignored:
+Python puts the default handlers back after the ``atexit`` functions, so a second Ctrl-C
+landing then killed a run that had written its ``interrupted`` record, and its exit status
+was 130 instead of 2 (seen in CI under load, reproduced by a signal sent from a finalizer).
 
 This module owns the process's SIGINT / SIGTERM handler: a part of the program that stops
 otherwise while it runs (a release stops its profiles' sessions, the in-cluster launch
@@ -50,6 +54,8 @@ _FAILURES: list[str] = []
 _SCOPES: list[Callable[[int], None]] = []
 # A signal has ended the run by KeyboardInterrupt: it is writing its record.
 _ended_by: list[str] = []
+# A signal has reached this process's handler (whoever took it).
+_signalled: list[int] = []
 
 
 def register(adapter: _Closable, *, signals: bool = True) -> None:
@@ -112,6 +118,7 @@ def interrupts(on_signal: Callable[[int], None]) -> Iterator[None]:
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
+    _signalled.append(signum)
     if _SCOPES:
         _SCOPES[-1](signum)
         return
@@ -164,4 +171,16 @@ def spawn(name: str, fn: Any) -> threading.Thread:
     return thread
 
 
+def _quiet_exit() -> None:
+    """An interrupted process that has done its clean-up ignores further signals while the
+    interpreter exits (the module's docstring says why)."""
+    if not _signalled or threading.current_thread() is not threading.main_thread():
+        return
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(OSError, ValueError):
+            signal.signal(sig, signal.SIG_IGN)
+
+
+# atexit calls the last registered first: the clean-up, then the quiet exit.
+atexit.register(_quiet_exit)
 atexit.register(close_all)
