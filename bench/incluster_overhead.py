@@ -79,7 +79,7 @@ def main() -> int:
                 )  # fmt: skip
                 start = re.search(r"on node \S+ \(([\d.]+)s\)", out)
                 upload = re.search(r"record uploaded .*\(\d+ files, ([\d.]+)s\)", out)
-                fetch = re.search(r"record fetched into .* \(([\d.]+)s\)", out)
+                fetch = re.search(r"record of pod \S+ fetched into .* \(([\d.]+)s\)", out)
                 figures = [m.group(1) if m else "?" for m in (start, upload, fetch)]
                 print(
                     f"run {i + 1} in-cluster: {wall:.1f}s exit {rc}; runner running after "

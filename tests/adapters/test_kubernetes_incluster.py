@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -166,7 +167,13 @@ def test_the_kubernetes_profile_passes_in_cluster(
     assert res.returncode == 0, out[-6000:]
     # The runner ran on the real node, and its suite's output came through the command.
     assert "on node gpu-node-09" in out, out[-4000:]
-    assert "runner: record uploaded to s3://rlinf-ckpt/acceptance-records/" in out, out[-4000:]
+    # The runner Pod wrote its record in a folder of its own under the Job's, and the command
+    # read that Pod's back.
+    followed = re.search(r"in-cluster: runner pod ((rlark-runner-\S+)-\w+) on node", out)
+    assert followed is not None, out[-4000:]
+    pod, job = followed[1], followed[2]
+    assert f"runner: record uploaded to {RECORDS}/{job}/{pod} (" in out, out[-4000:]
+    assert f"in-cluster: record of pod {pod} fetched into" in out, out[-4000:]
     summary = json.loads((reports / "run-summary.json").read_text())
     assert summary["verdict"] == "passed", summary.get("earliestFailure")
     for check in ("6.1", "6.2", "6.3", "6.4", "6.5"):

@@ -79,9 +79,10 @@ class Outcome:
 
     status: int
     name: str = ""
-    record: str = ""
+    record: str = ""  # the Job's folder; the record read back is its followed Pod's
     fetched: bool = False
     seconds: dict[str, float] | None = None
+    pod: str = ""  # the runner Pod followed (its record is the verdict)
 
 
 class _Stop:
@@ -233,8 +234,8 @@ def run(
             _create(
                 stopper, core.create_namespaced_config_map, core.read_namespaced_config_map, ns, cm
             )
-            say(f"in-cluster: runner job {name} in namespace {ns}; record {url}")
-            code = _runner_exit(core, ns, name, out, stopper, (t0, seconds))
+            say(f"in-cluster: runner job {name} in namespace {ns}; record under {url}/")
+            code = _runner_exit(core, ns, name, out, stopper, (t0, seconds), outcome)
             outcome.status = code if code is not None else 3
         except _NotStarted:
             return outcome
@@ -255,7 +256,7 @@ def run(
                 except _API_ERRORS as e:
                     say(f"warning: runner job {name} may be left in {ns}: {type(e).__name__}: {e}")
         try:
-            outcome.fetched = _fetch(url, reports, say, (clock, seconds))
+            outcome.fetched = _fetch(url, outcome.pod, reports, say, (clock, seconds))
         except Interrupted:  # a first signal while fetching (the runner Job is deleted already)
             say(f"in-cluster: interrupted while fetching the record; it stays at {url}")
             outcome.status = 2
@@ -264,7 +265,8 @@ def run(
             outcome.status = 2
     if outcome.fetched:
         users_paths(reports, pack)
-        outcome.status = _agreed(outcome.status, _summary(reports, say), url, say)
+        where = record.for_pod(url, outcome.pod)
+        outcome.status = _agreed(outcome.status, _summary(reports, say), where, say)
     elif outcome.status == 0:
         outcome.status = 1  # a green runner whose record is not here is no acceptance
     return outcome
@@ -319,13 +321,16 @@ def _runner_exit(
     out: Sink,
     stopper: _Stop,
     timing: tuple[float, dict[str, float]],
+    outcome: Outcome,
 ) -> int | None:
     """The runner Pod followed to its end: its exit code (None: not known); ``_NotStarted``
     if it cannot start (said). Its log goes to ``out``; ``timing``: when the run began, and
-    where the seconds to the Pod's start and end are noted."""
+    where the seconds to the Pod's start and end are noted; the Pod's name goes to
+    ``outcome`` as soon as it is known (an interrupt after that fetches its record)."""
     say = _sayer(out)
     t0, seconds = timing
     pod, node, why = _wait_started(core, ns, name, stopper)
+    outcome.pod = pod
     seconds["started"] = round(stopper.clock.monotonic() - t0, 2)
     if why:
         say(f"error: runner pod {pod} cannot start: {why}")
@@ -351,8 +356,11 @@ def _runner_exit(
         ran = sorted(p.metadata.name for p in _pods(once, core, ns, name))
         if ran != [pod]:
             # The Job ran more than this Pod (its controller may start a second one through
-            # an outage of the API server): they write one record, then maybe not this one's.
-            say(f"warning: runner job {name} ran pods {', '.join(ran)}; followed {pod}")
+            # an outage of the API server): each wrote its own record, this one's is read.
+            say(
+                f"warning: runner job {name} ran pods {', '.join(ran)}; followed {pod}, "
+                "whose record is the verdict"
+            )
     return code
 
 
@@ -454,9 +462,13 @@ def _delete(
         time.sleep(POLL_S)
 
 
-def _fetch(url: str, reports: Path, say: Any, timing: tuple[Clock, dict[str, float]]) -> bool:
-    """The runner's record from ``url`` into ``reports`` (its objects then removed), said
-    either way; ``timing``: the launch's clock and where the fetch's seconds are noted."""
+def _fetch(
+    url: str, pod: str, reports: Path, say: Any, timing: tuple[Clock, dict[str, float]]
+) -> bool:
+    """The record of the runner Pod ``pod`` from the Job's folder ``url`` into ``reports``
+    (the folder's objects then removed), said either way. With no Pod followed (interrupted
+    before the runner started), the one Pod's record there if there is exactly one.
+    ``timing``: the launch's clock and where the fetch's seconds are noted."""
     clock, seconds = timing
     t0 = clock.monotonic()
     reports.mkdir(parents=True, exist_ok=True)
@@ -467,21 +479,25 @@ def _fetch(url: str, reports: Path, say: Any, timing: tuple[Clock, dict[str, flo
         else:
             path.unlink(missing_ok=True)
     try:
-        complete = record.download(url, reports)
+        if not pod:
+            found = record.pods(url)
+            pod = found[0] if len(found) == 1 else ""
+        where = record.for_pod(url, pod) if pod else url
+        complete = bool(pod) and record.download(where, reports)
     except Interrupted:
         raise
     except Exception as e:  # any store's or client's failure: said, and the run is not passed
         say(f"error: the runner's record could not be fetched from {url}: {type(e).__name__}: {e}")
         return False
     if not complete:
-        say(f"error: the runner's record at {url} is incomplete or missing")
+        say(f"error: the runner's record at {where} is incomplete or missing")
         return False
     try:
         record.remove(url)
     except Exception as e:  # any: the record is here already; where the copy stays is said
         say(f"warning: the fetched record stays at {url}: {type(e).__name__}: {e}")
     seconds["fetch"] = round(clock.monotonic() - t0, 2)
-    say(f"in-cluster: record fetched into {reports} ({seconds['fetch']:.1f}s)")
+    say(f"in-cluster: record of pod {pod} fetched into {reports} ({seconds['fetch']:.1f}s)")
     return True
 
 
@@ -500,16 +516,12 @@ def users_paths(reports: Path, pack: bundling.Bundle) -> None:
 
 
 def _agreed(status: int, verdict: str | None, url: str, say: Any) -> int:
-    """The exit status: the runner's, but never 0 on a record whose verdict is not passed.
-    A runner Pod that ended green beside a record that is not holds what another runner Pod
-    of the Job wrote there (the Job controller may start a second one through an outage of
-    the API server), or nothing readable: the record is the verdict."""
+    """The exit status: the runner's, but never 0 on a record whose verdict is not passed:
+    the record is the verdict, and a runner Pod that ended green beside a record of its own
+    that is not (or that has none readable) is no acceptance."""
     if status == 0 and verdict != "passed":
         what = f"says {verdict!r}" if verdict else "has no verdict"
-        say(
-            f"error: the runner pod exited 0 but the record at {url} {what}: "
-            "another runner Pod of the Job may have written it"
-        )
+        say(f"error: the runner pod exited 0 but its record at {url} {what}")
         return 1
     return status
 

@@ -1,7 +1,13 @@
 """A run's record directory (run-summary.json, junit.xml, allure-results/) to and from the
-object store, as ``s3://bucket/prefix/<runner>/…``: the runner Pod writes it, the command
-reads it back. Credentials from boto3's standard chain on each side (in the Pod: the Secrets
-the Job references); an object's key is the file's path in the record."""
+object store, as ``s3://bucket/prefix/<runner job>/<runner pod>/…``: each runner Pod writes
+its own, the command reads back the one of the Pod it followed. Credentials from boto3's
+standard chain on each side (in the Pod: the Secrets the Job references); an object's key
+is the file's path in the record.
+
+One folder per Pod, not per Job: the Job controller may start a second runner Pod through
+an outage of the API server (its first Pod's creation answered late), and each Pod runs the
+whole suite. Written to one folder, the second Pod's files would mix with the first's, and
+the record read back would not be the run whose exit status the command followed."""
 
 from __future__ import annotations
 
@@ -23,6 +29,20 @@ def parse(url: str) -> tuple[str, str]:
     if scheme != "s3" or not bucket:
         raise InputError("--record-store", f"{url!r} is not an s3://bucket/prefix location")
     return bucket, prefix.strip("/")
+
+
+def for_pod(url: str, pod: str | None) -> str:
+    """Where the runner Pod ``pod`` of the Job whose record folder is ``url`` writes its
+    record (``url`` itself when the Pod's name is not known: a runner started by hand)."""
+    return f"{url.rstrip('/')}/{pod}" if pod else url
+
+
+def pods(url: str, client: Any = None) -> list[str]:
+    """The runner Pods with a complete record under the Job's folder ``url``, sorted."""
+    bucket, prefix = parse(url)
+    store = S3Store(client or s3_client(), bucket, prefix)
+    keys = (o.key.split("/") for o in store.list(""))
+    return sorted(k[0] for k in keys if len(k) == 2 and k[1] == DONE)
 
 
 def upload(directory: Path, url: str, client: Any = None) -> int:
@@ -58,6 +78,7 @@ def download(url: str, directory: Path, client: Any = None) -> bool:
 
 
 def remove(url: str, client: Any = None) -> None:
+    """Every object under ``url``: a Job's folder holds each of its Pods' records."""
     bucket, prefix = parse(url)
     store = S3Store(client or s3_client(), bucket, prefix)
     store.delete([o.key for o in store.list("")])

@@ -3,6 +3,9 @@ its record to the object store.
 
     python -m rlark_acceptance.incluster.runner --record s3://B/P --reports-dir DIR -- ARGS
 
+The record goes to ``s3://B/P/<its Pod's name>`` (the Job's manifest gives the Pod its name
+in its environment), or to ``s3://B/P`` where no Pod name is given.
+
 The suite runs as a child (``python -m pytest ARGS --reports-dir DIR``) so the record is
 uploaded on every path: a verdict, a usage error, a crash, and the SIGTERM the kubelet sends
 when the runner Job is deleted, which is passed on to the suite (its own interrupt handling
@@ -13,6 +16,7 @@ exit status is the suite's.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import subprocess
 import sys
@@ -20,6 +24,7 @@ import time
 from pathlib import Path
 from types import FrameType
 
+from rlark_acceptance.adapters.kubernetes import owner
 from rlark_acceptance.incluster import record
 
 
@@ -50,13 +55,15 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(sig, forward)
     code = child.wait()
     started = time.monotonic()
+    # The Pod's own folder (the Job's may hold another Pod's record: record.py says why).
+    url = record.for_pod(args.record, os.environ.get(owner.RUNNER_POD_ENV))
     try:
-        sent = record.upload(args.reports_dir, args.record)
+        sent = record.upload(args.reports_dir, url)
     except Exception as e:  # the upload's failure must not hide the verdict in the log
-        print(f"runner: the record was not uploaded to {args.record}: {type(e).__name__}: {e}")
+        print(f"runner: the record was not uploaded to {url}: {type(e).__name__}: {e}")
         return code or 3
     print(
-        f"runner: record uploaded to {args.record} ({sent} files, "
+        f"runner: record uploaded to {url} ({sent} files, "
         f"{time.monotonic() - started:.1f}s); suite exit status {code}",
         flush=True,
     )
