@@ -74,8 +74,35 @@ def timeline(lines: list[dict[str, Any]]) -> tuple[float, dict[str, Worker]]:
     return span, dict(sorted(workers.items()))
 
 
+class Unreadable(Exception):
+    """A timeline that cannot be read: the message names the file, and the line."""
+
+
+def read_timeline(path: Path) -> list[dict[str, Any]]:
+    """The lines of ``fixtures/timeline.py``'s file; ``Unreadable`` names what is wrong."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise Unreadable(f"{path}: {e.strerror if isinstance(e, OSError) else e}") from None
+    lines = []
+    for n, raw in enumerate(text.splitlines(), 1):
+        try:
+            if not raw.strip():
+                continue
+            line = json.loads(raw)
+            lines.append(
+                {"test": str(line["test"]), "worker": str(line["worker"])}
+                | {key: float(line[key]) for key in ("start", "end", "waited")}
+            )
+        except (ValueError, TypeError, KeyError) as e:
+            raise Unreadable(f"{path}:{n}: not a timeline line ({type(e).__name__}: {e})") from None
+    if not lines:
+        raise Unreadable(f"{path}: no test in it")
+    return lines
+
+
 def print_timeline(path: Path) -> None:
-    lines = [json.loads(t) for t in path.read_text(encoding="utf-8").splitlines() if t]
+    lines = read_timeline(path)
     span, workers = timeline(lines)
     total = span * len(workers) or 1.0
     running = sum(w.running for w in workers.values())
@@ -115,8 +142,14 @@ def main(argv: list[str] | None = None) -> int:
         help="also write tests/durations.json, the order the next runs hand files out in",
     )
     args = ap.parse_args(argv)
+    if args.junit is None and args.timeline is None:
+        ap.error("give a run's JUnit XML, --timeline FILE, or both")
     if args.timeline is not None:
-        print_timeline(args.timeline)
+        try:
+            print_timeline(args.timeline)
+        except Unreadable as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
     if args.junit is None:
         return 0
     seconds = per_file(args.junit)

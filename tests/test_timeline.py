@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.durations import print_timeline, timeline
+from tests.durations import main, print_timeline, timeline
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -106,3 +106,27 @@ def test_the_profile_names_the_longest_waits(
     assert out.splitlines()[0] == "60 s on 2 workers: running 58%, waiting for a turn 33%, idle 8%"
     assert "40.0 s  gw1 at     0.0 s  tests/b.py::t" in out
     assert "tests/a.py::t" not in out.split("longest waits")[1]
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("", "timeline.jsonl: no test in it"),
+        ('{"test": "t", "worker": "gw0", "start": 1, "end": 2, "waited": 0}\n{"test"\n', ":2: "),
+        ('{"test": "t", "worker": "gw0", "start": 1, "end": 2}\n', ":1: not a timeline line"),
+    ],
+)
+def test_a_timeline_that_cannot_be_read_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, said: str
+) -> None:
+    path = tmp_path / "timeline.jsonl"
+    path.write_text(text, encoding="utf-8")
+    assert main(["--timeline", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and said in err and str(path) in err, err
+
+
+def test_a_missing_timeline_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--timeline", str(tmp_path / "absent.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {tmp_path / 'absent.jsonl'}: ") and err.count("\n") == 1
