@@ -7,8 +7,12 @@ import json
 import secrets
 from pathlib import Path
 
+import pytest
+
 from fixtures.testenv import S3Env
-from rlark_acceptance.incluster import record
+from rlark_acceptance.adapters.clock import SYSTEM
+from rlark_acceptance.incluster import launch, record
+from testenv import state
 
 
 def _record(root: Path, verdict: str) -> Path:
@@ -57,4 +61,42 @@ def test_a_pod_whose_upload_did_not_finish_has_no_record(s3_env: S3Env, tmp_path
     c.put_object(Bucket=bucket, Key=f"{prefix}/run-summary.json", Body=b"{}")  # no marker
     assert record.pods(job, c) == []
     assert not record.download(pod, tmp_path / "reports", c)
+    record.remove(job, c)
+
+
+def test_the_command_reads_the_followed_pods_record_or_else_the_only_one(
+    s3_env: S3Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the command fetches (``launch._fetch``, its S3 client from the standard chain
+    as a user's is): the followed Pod's record; with no Pod followed (interrupted before
+    the runner started), the one Pod's record if there is exactly one, else none."""
+    for key, value in state.env_vars(state.load()).items():
+        if key.startswith("AWS_"):
+            monkeypatch.setenv(key, value)
+    c = s3_env.client()
+    job = f"s3://{s3_env.bucket}/records-{secrets.token_hex(3)}/rlark-runner-smoke-0a1b2c"
+
+    def fetch(pod: str) -> tuple[bool, dict[str, str], list[str]]:
+        said: list[str] = []
+        reports = tmp_path / secrets.token_hex(3)
+        got = launch._fetch(job, pod, reports, said.append, (SYSTEM, {}))
+        summary = reports / "run-summary.json"
+        return got, json.loads(summary.read_text()) if summary.is_file() else {}, said
+
+    for pod, verdict in (("p-aaaaa", "passed"), ("p-bbbbb", "interrupted")):
+        record.upload(_record(tmp_path / pod, verdict), record.for_pod(job, pod), c)
+    got, summary, said = fetch("p-bbbbb")
+    assert got and summary == {"verdict": "interrupted"}, said
+    assert any("record of pod p-bbbbb fetched" in line for line in said), said
+    assert record.pods(job, c) == []  # the Job's folder, both Pods' records, removed
+
+    record.upload(_record(tmp_path / "only", "passed"), record.for_pod(job, "p-ccccc"), c)
+    got, summary, said = fetch("")
+    assert got and summary == {"verdict": "passed"}, said
+
+    for pod in ("p-ddddd", "p-eeeee"):
+        record.upload(_record(tmp_path / pod, "passed"), record.for_pod(job, pod), c)
+    got, summary, said = fetch("")
+    assert not got and summary == {}, said
+    assert said == [f"error: the runner's record at {job} is incomplete or missing"], said
     record.remove(job, c)
