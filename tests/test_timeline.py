@@ -130,3 +130,25 @@ def test_a_missing_timeline_is_named(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert main(["--timeline", str(tmp_path / "absent.jsonl")]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: {tmp_path / 'absent.jsonl'}: ") and err.count("\n") == 1
+
+
+def test_a_reader_that_goes_away_ends_the_profile_quietly(tmp_path: Path) -> None:
+    """``durations.py --timeline FILE | head -1``: what is left to say has no reader; it
+    ends with no traceback."""
+    path = tmp_path / "timeline.jsonl"
+    path.write_text(
+        json.dumps({"test": "t", "worker": "gw0", "start": 0, "end": 1, "waited": 1}) + "\n",
+        encoding="utf-8",
+    )
+    script = Path(__file__).with_name("durations.py")
+    proc = subprocess.Popen(
+        [sys.executable, str(script), "--timeline", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(script.parent.parent)},
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before the tool says anything
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0, err
+    assert err == "", err
