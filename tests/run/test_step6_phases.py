@@ -376,7 +376,16 @@ def test_a_changed_placement_fails_1_2(base: Any, tmp_path: Path) -> None:
 
 def test_a_printed_config_that_is_not_json_fails_1_1(base: Any, tmp_path: Path) -> None:
     rec, _ = run(base, tmp_path, printed("{\n  num_nodes: 1\n}"))
-    assert rec.phases["1.1"].message == "the config RLinf printed at start-up is not valid JSON"
+    message = rec.phases["1.1"].message
+    # Where it failed, in the log's own line numbers: the block's "{" and the key after it.
+    opened = re.fullmatch(
+        r"the config RLinf printed at start-up is not valid JSON \(the block from log line "
+        r"(\d+): Expecting property name enclosed in double quotes at log line (\d+)\)",
+        message,
+    )
+    assert opened is not None, message
+    assert int(opened[2]) == int(opened[1]) + 1
+    assert rec.log.head[int(opened[1]) - 1] == "{", rec.log.head
     assert "1.2" not in rec.phases
 
 

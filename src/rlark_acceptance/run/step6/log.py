@@ -204,12 +204,16 @@ class LogReader:
         # that were not are counted (1.1 says so until a later block parses).
         self.config: dict[str, Any] | None = None
         self.unparsed_configs = 0
+        # Where the last block that was not JSON failed to parse: what 1.1 quotes, so a
+        # reader sees whether RLinf printed something else or the block came short.
+        self.unparsed_why: str | None = None
         self.ray_line: int | None = None
         self.script_line: int | None = None
         self.signal_line: int | None = None
         self.signal_text: str | None = None
         self.signal_at: float | None = None
         self._json: list[str] | None = None
+        self._json_at = 0  # the log line (0-based) of the open block's ``{``
         self.last_error: str | None = None  # quoted when the Worker dies
         self.cause = FirstCause()  # the run's first error: what a failure quotes
         self._last_exception = False
@@ -280,7 +284,7 @@ class LogReader:
                 found = first_line(lines, text, _CONFIG_OPEN, _opens_config, i)
                 if found is None:
                     return
-                self._json, i = [lines[found]], found + 1
+                self._json, self._json_at, i = [lines[found]], first + found, found + 1
                 continue
             close = first_line(lines, text, _CONFIG_CLOSE, _closes_config, i)
             end = len(lines) if close is None else close + 1
@@ -293,13 +297,13 @@ class LogReader:
             parsed = "\n".join(self._json)
             self._json = None
             try:
-                value = json.loads(parsed)
-            except ValueError:
-                value = None
-            if isinstance(value, dict):
-                self.config = value
-            else:
+                self.config = json.loads(parsed)  # a "{" line to a "}" line: an object
+            except json.JSONDecodeError as e:
                 self.unparsed_configs += 1
+                self.unparsed_why = (
+                    f"the block from log line {self._json_at + 1}: {e.msg} at log line "
+                    f"{self._json_at + e.lineno}"
+                )
 
 
 def _last(indices: Iterator[int]) -> int | None:

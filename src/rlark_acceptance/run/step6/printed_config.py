@@ -26,7 +26,10 @@ class OneNode(Phase):
         cfg = seen.log.config
         if cfg is None:
             if seen.log.unparsed_configs:
-                return Failed("the config RLinf printed at start-up is not valid JSON")
+                return Failed(
+                    "the config RLinf printed at start-up is not valid JSON "
+                    f"({seen.log.unparsed_why})"
+                )
             return None
         cluster = cfg.get("cluster")
         n = cluster.get("num_nodes") if isinstance(cluster, dict) else None
