@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -40,7 +41,7 @@ from rlark_acceptance.adapters import (
     open_adapter,
 )
 from rlark_acceptance.adapters.clock import Clock
-from rlark_acceptance.adapters.local.adapter import LocalAdapter
+from rlark_acceptance.adapters.local.adapter import LocalAdapter, LocalAdapterError
 from rlark_acceptance.adapters.local.leftovers import POD_MARKER_ENV, LeftoversRemoved
 from rlark_acceptance.adapters.local.options import LocalOptions
 from rlark_acceptance.model.job import JOB_NAME_LABEL, ROLE_LABEL, RUN_ID_LABEL, Job, read_job
@@ -510,6 +511,64 @@ def test_a_worker_submitted_from_a_thread_that_blocks_signals_is_stopped_by_its_
     assert [o.key for o in store.list()] == ["on-term.txt"], "the run script's TERM trap never ran"
     assert store.read("on-term.txt") == b"stopped\n"
     clear_prefix(store)
+
+
+def test_a_delete_while_the_worker_is_being_started_waits_and_removes_it(
+    adapter: LocalAdapter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An interrupt's clean-up deletes a Job whose Pod another thread is starting (a
+    self-check submitted beside the run): the delete waits for the start, then stops the
+    Worker it started and removes its scratch. It once removed the scratch first; the
+    Worker then started in a folder that was gone, and its reader died on a traceback."""
+    import rlark_acceptance.adapters.local.adapter as local_adapter
+
+    entered, release = threading.Event(), threading.Event()
+    real_copy = local_adapter.copy_image_workspace
+
+    def held_copy(*args: Any, **kwargs: Any) -> None:
+        entered.set()
+        release.wait(30)
+        real_copy(*args, **kwargs)
+
+    monkeypatch.setattr(local_adapter, "copy_image_workspace", held_copy)
+    name = unique("del-start")
+    job, text = write_job(tmp_path, name, "echo started\nsleep 300\n")
+    submitted: list[JobRef] = []
+    failed: list[BaseException] = []
+
+    def submit() -> None:
+        try:
+            submitted.append(adapter.submit(job, text))
+        except BaseException as exc:  # said below, with the test's verdict
+            failed.append(exc)
+
+    starter = cleanup.spawn("submit-side-by-side", submit)
+    assert entered.wait(30), "the submission never reached the Worker's start"
+    ref = JobRef(name, "rlinf-acceptance", "")
+    deleter = cleanup.spawn("delete", lambda: adapter.delete(ref))
+    deleter.join(1.0)
+    waited = deleter.is_alive()
+    release.set()
+    starter.join(60)
+    deleter.join(60)
+    assert not failed, failed
+    assert waited, "the delete did not wait for the Worker's start"
+    (ref,) = submitted
+    assert marker_pids(ref.uid or "") == []
+    assert list((tmp_path / "pods").rglob("pod.log")) == []
+
+
+def test_a_closed_adapter_refuses_a_submission_and_starts_nothing(
+    adapter: LocalAdapter, tmp_path: Path
+) -> None:
+    """A submission that comes after the clean-up closed the target (a thread beside an
+    interrupted run) is refused: nothing would remove its Worker."""
+    adapter.close()
+    job, text = write_job(tmp_path, unique("closed"), "sleep 300\n")
+    with pytest.raises(LocalAdapterError, match="closed"):
+        adapter.submit(job, text)
+    assert adapter.list_jobs("rlinf-acceptance") == []
+    assert not (tmp_path / "pods").exists() or list((tmp_path / "pods").iterdir()) == []
 
 
 def test_two_workers_at_once_each_have_a_ray_client_server_of_their_own(

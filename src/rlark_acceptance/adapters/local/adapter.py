@@ -83,6 +83,11 @@ class _JobRecord:
     job: Job
     manifest: str
     pods: list[PodRun] = field(default_factory=list)
+    # Held from before the Job is listed until its Pod is started (or refused): a delete
+    # from another thread (an interrupt's clean-up while a self-check is submitted beside
+    # it) waits for it, so it neither removes the scratch a Worker is being started in nor
+    # misses that Worker or the thread reading its output.
+    starting: threading.Lock = field(default_factory=threading.Lock)
 
 
 class LocalAdapter:
@@ -110,18 +115,28 @@ class LocalAdapter:
         # record's provenance is read once Step 6 is over (``describe``).
         self._images: dict[tuple[str, str], LocalImage] = {}
         self._lock = threading.RLock()
+        self._closed = False
         cleanup.register(self, signals=install_signal_handlers)
 
     # --- submit -------------------------------------------------------------------------
     def submit(self, job: Job, manifest: str) -> JobRef:
         worker = self._admit(job)
-        with self._lock:
-            key = (worker.namespace, worker.job)
-            if key in self._jobs:
-                raise SubmitRejected(f'jobs.rlark.io "{worker.job}" already exists in {key[0]}')
-            ref = JobRef(worker.job, worker.namespace, str(uuid.uuid4()))
-            record = _JobRecord(ref, job, manifest)
-            self._jobs[key] = record
+        key = (worker.namespace, worker.job)
+        record = _JobRecord(JobRef(worker.job, worker.namespace, str(uuid.uuid4())), job, manifest)
+        with record.starting:
+            with self._lock:
+                if self._closed:
+                    raise LocalAdapterError("the local target is closed (the run was interrupted)")
+                if key in self._jobs:
+                    raise SubmitRejected(f'jobs.rlark.io "{worker.job}" already exists in {key[0]}')
+                self._jobs[key] = record
+            self._place(record, worker, manifest)
+        return record.ref
+
+    def _place(self, record: _JobRecord, worker: Worker, manifest: str) -> None:
+        """The Job's one Pod: scheduled, its image resolved, started; what fails is the
+        Pod's, as a cluster reports it."""
+        ref, job = record.ref, record.job
         run_id = run_id_of(manifest)
         labels = {**worker.labels, **({RUN_ID_LABEL: run_id} if run_id else {})}
         problem = unschedulable(worker, self.node)
@@ -135,7 +150,7 @@ class LocalAdapter:
             record.pods.append(pod)
             pod.set_phase(reason="Unschedulable", message=problem)
             pod.event("FailedScheduling", problem, "Warning", "default-scheduler")
-            return ref
+            return
         pod = self._schedule(worker, labels, run_id)
         record.pods.append(pod)
         try:
@@ -144,7 +159,7 @@ class LocalAdapter:
             pod.event("Failed", str(e), "Warning")
             pod.set_phase(reason="ErrImagePull", message=str(e))
             pod.end_log()
-            return ref
+            return
         with self._lock:
             self._images[(ref.namespace, ref.name)] = image
         pod.event(
@@ -153,7 +168,6 @@ class LocalAdapter:
             f"the environment {image.environment}",
         )
         self._start(pod, job, worker, image, ref.uid or "")
-        return ref
 
     def _admit(self, job: Job) -> Worker:
         """The Worker of ``job``, refused as the Kubernetes API refuses an invalid object
@@ -289,7 +303,9 @@ class LocalAdapter:
             record = self._jobs.pop((ref.namespace, ref.name), None)
         if record is None:
             return
-        for pod in record.pods:
+        with record.starting:  # its Pod started, or refused: nothing more comes to it
+            pods = list(record.pods)
+        for pod in pods:
             pod.deleted = True
             pod.stop()
             pod.remove_scratch(mounted_below)
@@ -299,6 +315,7 @@ class LocalAdapter:
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True  # a submission still under way is refused, not left running
             refs = [r.ref for r in self._jobs.values()]
         for ref in refs:
             self.delete(ref)
