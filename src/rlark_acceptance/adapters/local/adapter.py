@@ -86,8 +86,9 @@ class _JobRecord:
     # Held from before the Job is listed until its Pod is started (or refused): a delete
     # from another thread (an interrupt's clean-up while a self-check is submitted beside
     # it) waits for it, so it neither removes the scratch a Worker is being started in nor
-    # misses that Worker or the thread reading its output.
-    starting: threading.Lock = field(default_factory=threading.Lock)
+    # misses that Worker or the thread reading its output. Reentrant: the clean-up of an
+    # interrupt that lands in this submission runs in the thread holding it, and goes on.
+    starting: threading.RLock = field(default_factory=threading.RLock)
 
 
 class LocalAdapter:
