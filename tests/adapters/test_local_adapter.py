@@ -558,6 +558,36 @@ def test_a_delete_while_the_worker_is_being_started_waits_and_removes_it(
     assert list((tmp_path / "pods").rglob("pod.log")) == []
 
 
+def test_an_interrupt_landing_in_a_submission_cleans_up_in_the_same_thread(
+    adapter: LocalAdapter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C while the main thread submits: the clean-up runs in that thread, inside the
+    submission (Python runs signal handlers between its bytecodes), closes the target and
+    raises KeyboardInterrupt there. It must not wait on the submission it interrupted."""
+    import rlark_acceptance.adapters.local.adapter as local_adapter
+
+    def interrupted_copy(*args: Any, **kwargs: Any) -> None:
+        adapter.close()  # what the SIGINT handler does first (adapters.cleanup)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(local_adapter, "copy_image_workspace", interrupted_copy)
+    job, text = write_job(tmp_path, unique("int-submit"), "sleep 300\n")
+    raised: list[BaseException] = []
+
+    def submit() -> None:
+        try:
+            adapter.submit(job, text)
+        except BaseException as exc:  # said below
+            raised.append(exc)
+
+    thread = cleanup.spawn("main-like", submit)
+    thread.join(30)
+    assert not thread.is_alive(), "the clean-up waited on the submission it interrupted"
+    assert [type(e) for e in raised] == [KeyboardInterrupt], raised
+    assert adapter.list_jobs("rlinf-acceptance") == []
+    assert list((tmp_path / "pods").rglob("pod.log")) == []
+
+
 def test_a_closed_adapter_refuses_a_submission_and_starts_nothing(
     adapter: LocalAdapter, tmp_path: Path
 ) -> None:
