@@ -452,6 +452,37 @@ def test_an_invalid_name_is_refused_by_the_api_server(
     assert adapter.list_jobs(kube_namespace) == []
 
 
+def test_a_job_created_after_close_is_deleted_at_once(
+    adapter: KubernetesAdapter,
+    kube_env: KubeEnv,
+    kube_namespace: str,
+    s3_chain: S3Env,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A self-check's submission in its own thread is creating its Job when the interrupt's
+    clean-up closes the target: close lists what it removes before the create lands. The Job
+    is then deleted by the submission, which is refused, and a later one is refused before
+    anything is created. Left, it would hold the GPU node until a later run swept it."""
+    path, _ = write_job(tmp_path, kube_namespace, s3_chain.bucket, name="rlinf-closed")
+    job, manifest = load_job(path)
+    real_create = adapter.custom.create_namespaced_custom_object
+
+    def create_after_close(*args: Any, **kwargs: Any) -> Any:
+        adapter.close()  # the clean-up, between the request's start and its answer
+        return real_create(*args, **kwargs)
+
+    monkeypatch.setattr(adapter.custom, "create_namespaced_custom_object", create_after_close)
+    with pytest.raises(KubernetesAdapterError, match="closed"):
+        adapter.submit(job, manifest)
+    assert adapter.list_jobs(kube_namespace) == []
+    assert job_pods(kube_env, kube_namespace, "rlinf-closed") == []
+    monkeypatch.setattr(adapter.custom, "create_namespaced_custom_object", real_create)
+    with pytest.raises(KubernetesAdapterError, match="closed"):
+        adapter.submit(job, manifest)
+    assert adapter.list_jobs(kube_namespace) == []
+
+
 # --- the protocol's reads ------------------------------------------------------------------------
 def test_reads_map_the_cluster_and_a_late_observer_sees_everything(
     adapter: KubernetesAdapter,

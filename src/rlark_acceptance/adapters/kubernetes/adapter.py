@@ -87,6 +87,10 @@ PROBE_SECONDS = 10.0
 RBAC_FILE = "deploy/harness-rbac.yaml"
 
 
+# A submission that meets a closed adapter (its run was interrupted): nothing of it is left.
+CLOSED = "the Kubernetes target is closed (the run was interrupted); its Job was not kept"
+
+
 class KubernetesAdapterError(RuntimeError):
     """A request this target cannot serve (a Pod that is not the Job's, a volume it cannot read)."""
 
@@ -243,6 +247,10 @@ class KubernetesAdapter:
         # Nodes whose kubelet stopped answering: their Pods' deletion cannot complete.
         self.lost_nodes: set[str] = set()
         self._lock = threading.RLock()
+        # Set by close: a Job a submission in another thread creates after it (a self-check
+        # beside an interrupted run) is deleted at once, since close has already listed
+        # what it removes.
+        self._closed = False
         cleanup.register(self, signals=install_signal_handlers)
         self._remove_dead_runs_jobs()
 
@@ -302,6 +310,8 @@ class KubernetesAdapter:
 
     # --- submit -------------------------------------------------------------------------
     def submit(self, job: Job, manifest: str) -> JobRef:
+        if self._closed:
+            raise KubernetesAdapterError(CLOSED)
         try:
             body = yaml.safe_load(manifest)
         except yaml.YAMLError as e:
@@ -347,7 +357,12 @@ class KubernetesAdapter:
         meta = created.get("metadata") or {}
         ref = JobRef(str(meta["name"]), str(meta.get("namespace") or ns), meta.get("uid"))
         with self._lock:
-            self._created[(ref.namespace, ref.name)] = ref
+            closed = self._closed
+            if not closed:
+                self._created[(ref.namespace, ref.name)] = ref
+        if closed:
+            self.delete(ref)
+            raise KubernetesAdapterError(CLOSED)
         return ref
 
     def _get_job(self, ns: str, name: str) -> Item:
@@ -610,6 +625,7 @@ class KubernetesAdapter:
         deleted is a ``CleanupFailed`` warning of the record naming what is left (the
         atexit hook tries once more), never the error of whichever scenario ends last."""
         with self._lock:
+            self._closed = True
             refs = list(self._created.values())
         failed = False
         for ref in refs:  # one Job that cannot be deleted must not keep the others
