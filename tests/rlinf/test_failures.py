@@ -292,6 +292,25 @@ def test_a_traceback_interleaved_with_another_actors_lines() -> None:
     assert cause.line == len(lines) - 1
 
 
+def test_another_actors_line_run_on_inside_the_error_line_is_not_quoted() -> None:
+    """Two processes of the Worker write to its one output: the error line's newline came
+    after another actor's prefixed line had started (seen on real RLinf in a full test
+    run). The quote ends where the other line begins; a Ray wrapper naming its task's
+    process, ``ray::Cls.f() (pid=N, ip=A)``, keeps its text."""
+    exc = "OSError: [Errno 30] Read-only file system: '/mnt/models/replay_buffer'"
+    other = "(ActorGroup(rank=0) pid=646) [INFO 04:27:56 ActorGroup-Rank-0] checkpointing is off"
+    lines = traceback_lines(exc, frames=2)
+    lines[-1] += other
+    cause = first_cause([*NOISE, *prefixed("EmbodiedSACFSDPPolicy", 12, lines)])
+    assert cause is not None and cause.quote == exc, cause
+    assert cause.kind is not None and cause.kind.id == "read-only-checkpoint-dir", cause
+    wrapper = (
+        "ray.exceptions.RayTaskError(OSError): ray::EmbodiedSACFSDPPolicy.init() "
+        "(pid=646, ip=127.0.0.1, actor_id=ab12) "
+    )
+    assert f._split(wrapper)[2] == wrapper
+
+
 def test_an_error_printed_alone_before_any_traceback_wins() -> None:
     lines = [
         *NOISE,

@@ -302,6 +302,10 @@ _PREFIX = re.compile(
     r"|monitor|dashboard[^)\n]*)\)(?:\x1b\[[\d;]*m)? ?"
 )
 _ANSI = re.compile(r"\x1b\[[\d;]*[A-Za-z]")
+# Another actor's prefixed line run on inside this one: two processes of the Worker wrote
+# to its one output and this line's newline came after the other's text. A named prefix
+# only: Ray's wrapper names a task's process as ``ray::Cls.f() (pid=N, ip=A)``.
+_RUN_ON = re.compile(r"\((?:[A-Za-z_][^()\n]*?(?:\([^()\n]*\))?) pid=\d+(?:, ip=[\d.]+)?\) ")
 _REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\].*$")
 
 # A Python exception line: a dotted type name, for Ray's wrapper the wrapped type in
@@ -396,6 +400,8 @@ def _split(line: str) -> tuple[str, str | None, str]:
         body = _ANSI.sub("", body)
     if "[repeated" in body:
         body = _REPEATED.sub("", body)
+    if " pid=" in body and (run_on := _RUN_ON.search(body, 1)) is not None:
+        body = body[: run_on.start()]
     return key, actor, body
 
 
