@@ -476,7 +476,10 @@ def test_a_job_created_after_close_is_deleted_at_once(
     with pytest.raises(KubernetesAdapterError, match="closed"):
         adapter.submit(job, manifest)
     assert adapter.list_jobs(kube_namespace) == []
-    assert job_pods(kube_env, kube_namespace, "rlinf-closed") == []
+    # A Pod the platform made for the Job just as it went is collected with it (owned by it).
+    wait_for(
+        "no Pod of the Job", lambda: not job_pods(kube_env, kube_namespace, "rlinf-closed"), 60
+    )
     monkeypatch.setattr(adapter.custom, "create_namespaced_custom_object", real_create)
     with pytest.raises(KubernetesAdapterError, match="closed"):
         adapter.submit(job, manifest)
