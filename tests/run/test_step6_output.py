@@ -6,6 +6,7 @@ writes are scripted as calls at given seconds.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -201,8 +202,8 @@ def test_what_a_run_could_not_remove_is_removed_by_the_next_run(
     """A run whose Worker could not be deleted (its node's kubelet gone) keeps what it wrote
     while the Worker may still write; its journal is left to the next run of the location,
     which removes those objects as it removes a killed run's, and leaves none of its own.
-    (At a location of its own, the journal lingers while the Worker may write on:
-    ``test_step6_journal.py``.)"""
+    The handed-on journal lingers while the Worker may write on, until a run finds nothing
+    more there (``test_step6_journal.py``)."""
     monkeypatch.setenv("RLARK_ACCEPTANCE_STATE", str(tmp_path / "state"))
     journals = tmp_path / "state" / "outputs"
     gone = TargetUnreachable("node gpu-node-09: its kubelet does not answer", "job x may be left")
@@ -216,7 +217,10 @@ def test_what_a_run_could_not_remove_is_removed_by_the_next_run(
         second, _ = run(base, tmp_path, happy_script(tmp_path / "store"))
     assert second.passed and second.outputs_removed == 1, second.outputs_kept
     assert stored(tmp_path / "store") == [], "neither run's checkpoint is left"
-    assert not list(journals.glob("*.json")), "both journals are gone"
+    (left,) = journals.glob("*.json")
+    assert json.loads(left.read_text())["handedOn"], "only the handed-on journal lingers"
+    third, _ = run(base, tmp_path, happy_script(tmp_path / "store"))
+    assert third.passed and not list(journals.glob("*.json")), "found nothing more: it goes"
 
 
 def test_a_run_keeping_its_outputs_by_policy_hands_nothing_on(

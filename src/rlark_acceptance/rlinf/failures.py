@@ -208,6 +208,28 @@ CONTAINER_RUNTIME_LOST = FailureClass(
     "the RLinf config.",
 )
 
+# Not read from the log either: 6.5 found the checkpoint intact while the Worker ran and
+# gone after its deletion, so RLinf wrote it where it should; the remedy is whoever
+# removed it.
+OUTPUTS_REMOVED = FailureClass(
+    "outputs-removed",
+    "The checkpoint was removed after the Worker was deleted",
+    "The checkpoint was written and read intact, then removed: look for what deletes at "
+    "this location (the run script's or RLinf's clean-up on SIGTERM, a lifecycle rule of "
+    "the bucket, another job or person writing under the same prefix), not the RLinf "
+    "config. Give each run a location of its own (an objectStorage mount: the harness "
+    "appends the run id to its prefix).",
+)
+
+HARNESS_REMOVED = FailureClass(
+    "harness-removed",
+    "The harness itself removed the run's checkpoint",
+    "A fault of rlark-acceptance, not of the platform or the RLinf config: the removal "
+    "named (which run, where, why) should never reach a live run's location. Keep this "
+    "run's record and report it with the harness's removal log (removals.jsonl in its "
+    "state directory).",
+)
+
 # Most specific first: an I/O error on a checkpoint path is the store's, not the resume
 # path's; an ImportError about EGL is rendering, not the rollout backend; a worker Ray
 # killed for memory is the memory's fault, not a knock-on.
@@ -650,7 +672,16 @@ def _candidates(text: str, triggers: Sequence[str]) -> list[int]:
     return out
 
 
-_BY_ID = {c.id: c for c in (*FAILURE_CLASSES, WORKER_DISRUPTED, CONTAINER_RUNTIME_LOST)}
+_BY_ID = {
+    c.id: c
+    for c in (
+        *FAILURE_CLASSES,
+        WORKER_DISRUPTED,
+        CONTAINER_RUNTIME_LOST,
+        OUTPUTS_REMOVED,
+        HARNESS_REMOVED,
+    )
+}
 # How a failure's message names the class of its first error (``observed.cause_text``:
 # ``its first error [mount-io-error: …]``), or of what the harness saw itself (a store that
 # does not answer, ``engine.store_down``: ``does not answer [mount-io-error]``; a Pod the

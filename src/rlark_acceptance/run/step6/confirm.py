@@ -173,25 +173,36 @@ class Outputs:
         fresh = runs_own is not None
         expected_fresh = fresh and _under(plan.expected_output, str(own))
 
-        def written(job: Job, known: Location | Unlocated | None = None) -> Location | Unlocated:
-            return locate(adapter, job, own, known=known, fresh=fresh)
+        def written(
+            job: Job, run_id: str, known: Location | Unlocated | None = None
+        ) -> Location | Unlocated:
+            loc = locate(adapter, job, own, known=known, fresh=fresh)
+            if fresh and isinstance(loc, Location):
+                loc.owner = run_id  # the mount's prefix the harness gave that run alone
+            return loc
 
         def located(job: Job) -> tuple[Location | Unlocated, Location | Unlocated]:
             expected = locate(adapter, job, plan.expected_output, fresh=expected_fresh)
-            return expected, written(job, expected)
+            return expected, written(job, plan.run_id, expected)
 
         expected, outputs = located(plan.job)
         if (
             plan.delete_after
-            and isinstance(outputs, Location)
+            and shared is not None
             and sweep_dead_runs(
-                outputs, shared=shared, locate_run=lambda dead: written(plan.job_of(dead))
+                shared, lambda dead: written(plan.job_of(dead), dead), by=plan.run_id
             )
         ):
             # A killed run's objects were removed: what is there before this run changed.
             expected, outputs = located(plan.job)
         journal = None
-        if plan.delete_after and plan.keep_outputs != "always" and isinstance(outputs, Location):
+        # Journalled only at a location of its own: elsewhere nothing is ever removed.
+        if (
+            plan.delete_after
+            and plan.keep_outputs != "always"
+            and isinstance(outputs, Location)
+            and shared is not None
+        ):
             journal = open_journal(outputs, run_id=plan.run_id, shared=shared)
         events = None
         t = plan.training

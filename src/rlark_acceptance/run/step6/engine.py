@@ -37,6 +37,7 @@ from rlark_acceptance.model.doc_checks import CheckId
 from rlark_acceptance.model.profile import KeepOutputs
 from rlark_acceptance.model.timeouts import Bound, Timeouts
 from rlark_acceptance.rlinf.failures import MOUNT_IO_ERROR
+from rlark_acceptance.run.step6 import removals
 from rlark_acceptance.run.step6.location import Location, Unlocated, output_store
 from rlark_acceptance.run.step6.observed import (
     Observed,
@@ -92,6 +93,8 @@ MAX_PROBES = 8
 # the verdict must name the store, not the RLinf config.
 STORE_WATCH_SECONDS = 5.0
 STORE_MISSES = 2
+# The record's warning that what appeared at a shared output location was left there.
+SHARED_LEFT = "OutputsLeft"
 
 
 class PhaseFailed(Exception):
@@ -286,7 +289,11 @@ class Engine:
     def read_outputs(self, probe: ReadOutputs) -> None:
         loc, seen, rec = probe.loc, self.seen, self.rec
         try:
-            reading = Reading(self.clock(), _verify(loc.store, loc.prefix, baseline=loc.baseline))
+            report = _verify(loc.store, loc.prefix, baseline=loc.baseline)
+            # Gone after the Worker's deletion: was it the harness itself?
+            gone = probe.again and not report.ok
+            removed = removed_by_harness(loc, seen.submitted) if gone else None
+            reading = Reading(self.clock(), report, removed_by=removed)
         except StoreError as exc:
             reading = Reading(self.clock(), error=exc)
         if probe.again:
@@ -559,8 +566,11 @@ class Engine:
 
         ``policy`` is ``target.keepOutputs``: ``onFailure`` (the default: removed after a
         passing run, kept and named in the record after a failing one), ``always`` (never
-        removed) or ``never`` (removed after every run). Only objects this run wrote are
-        touched: everything listed at the location before submission, unchanged, stays.
+        removed) or ``never`` (removed after every run). Only a location of the run's own
+        (``Location.owner``) is ever cleaned, and there only what was not listed before
+        submission: at a location shared with other writers what appeared during the run
+        may be a neighbour's or another team's, so nothing is removed and a warning says
+        what was left, where, and what to do.
 
         A Worker not deleted yet is deleted first: still writing, it would write them again.
         True when what this run wrote should go and could not go now (the Worker could not be
@@ -577,6 +587,9 @@ class Engine:
             if keep or not isinstance(loc.store, Removable):
                 rec.outputs_kept = f"{loc.where} ({len(written)} objects written by this run)"
                 return False
+            if loc.owner is None:
+                self.shared_left(loc, len(written))
+                return False
             if rec.ref is not None and not self.worker_deleted:
                 self.delete(rec.ref, "the Worker", warn=False)
             if rec.worker_left is not None:
@@ -586,12 +599,28 @@ class Engine:
                     "location removes them)"
                 )
                 return True
+            removals.log(loc.identity, written, by=loc.owner, why="its own outputs, settled")
             loc.store.delete(written)
             rec.outputs_removed = len(written)
         except StoreError as exc:
             rec.outputs_kept = f"{loc.where} (not removed: {exc}; the next run of it tries again)"
             return True
         return False
+
+    def shared_left(self, loc: Location, count: int) -> None:
+        """What appeared at a shared location during the run, left there and said so."""
+        rec = self.rec
+        rec.outputs_kept = (
+            f"{loc.where} ({count} objects appeared there during this run; not removed: the "
+            "location is shared with other writers, so which are this run's cannot be proven)"
+        )
+        rec.warnings.append(
+            f"{SHARED_LEFT}: {count} object(s) that appeared at {loc.where} during this run "
+            "were left there: the location is not the run's own (no run id of its own in its "
+            "path), so they cannot be told from other writers' objects. Remove them by hand, "
+            "or put runInfo.paths.output on a writable objectStorage mount: each run then "
+            "writes under a prefix of its own, which the harness removes after it"
+        )
 
     def delete(self, ref: JobRef, what: str, *, warn: bool = True) -> None:
         """Delete a Worker after its verdict; one the target keeps is said in the record
@@ -608,6 +637,15 @@ class Engine:
     def resumed(self, resumed: Resumed) -> None:
         """T.4's second submission was made: the record holds it from now on."""
         self.rec.resumed = resumed
+
+
+def removed_by_harness(loc: Location, since: datetime | None) -> str | None:
+    """The harness's own removals that reached ``loc`` since the run was submitted, said."""
+    found = removals.removed_at(loc.identity, since.timestamp() if since is not None else 0.0)
+    if not found:
+        return None
+    more = f" (and {len(found) - 1} more such removals)" if len(found) > 1 else ""
+    return found[-1].text() + more
 
 
 def written_by_run(loc: Location) -> list[str]:

@@ -35,10 +35,20 @@ class Location:
     prefix: str
     baseline: Listing | None = None
     baseline_error: str | None = None
+    # The run whose own location this is (its run id appended to the mount's prefix by the
+    # harness): the only kind of location where what appeared is provably that run's.
+    # None: a location shared with other writers, where the harness removes nothing.
+    owner: str | None = None
 
     @property
     def where(self) -> str:
         return f"{self.store.describe()}/{self.prefix}".rstrip("/")
+
+    @property
+    def identity(self) -> str:
+        """The location across runs and processes: the store's endpoint (two S3 servers may
+        hold buckets of the same name) and the path in it."""
+        return f"{getattr(self.store, 'endpoint', '') or ''} {self.where}".strip()
 
 
 @dataclass(frozen=True)

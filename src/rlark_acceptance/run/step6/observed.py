@@ -81,6 +81,7 @@ class Reading:
     at: float
     report: CheckpointReport | None = None
     error: StoreError | None = None
+    removed_by: str | None = None  # the harness's own removal that reached the location
 
 
 class Observed:

@@ -18,6 +18,7 @@ from typing import ClassVar
 from rlark_acceptance.adapters.base import TargetUnreachable
 from rlark_acceptance.model.doc_checks import CheckId
 from rlark_acceptance.model.timeouts import Bound
+from rlark_acceptance.rlinf.failures import HARNESS_REMOVED, OUTPUTS_REMOVED
 from rlark_acceptance.run.step6.location import Location, Unlocated
 from rlark_acceptance.run.step6.observed import Observed, pod_over, unreachable_text
 from rlark_acceptance.run.step6.phase import (
@@ -103,9 +104,17 @@ class Output(Phase):
             )
         assert again.report is not None
         if not again.report.ok:
+            # It was there, intact, while the Worker ran: whatever took it, RLinf wrote it
+            # where the page says. Named for what removed it, never for the RLinf config.
+            by = (
+                f"removed by the harness itself [{HARNESS_REMOVED.id}]: {again.removed_by}"
+                if again.removed_by is not None
+                else "removed by the Worker on its way out or by another writer of the "
+                f"location, not by this harness [{OUTPUTS_REMOVED.id}]"
+            )
             return Failed(
-                f"{loc.where} is no longer readable after the Worker was deleted: "
-                f"{again.report.summary()}"
+                f"{loc.where} is no longer readable after the Worker was deleted "
+                f"({again.report.summary()}); it was intact before: {by}"
             )
         return Passed(f"{_intact(loc, report)}, readable again after the Worker was gone", at=ok_at)
 
