@@ -34,6 +34,8 @@ import pytest
 from rlark_acceptance.adapters.base import LeftoversRemoved
 from rlark_acceptance.model.job import Job, Mount
 from rlark_acceptance.model.profile import KeepOutputs, Profile
+from rlark_acceptance.rlinf.failures import OUTPUTS_REMOVED
+from rlark_acceptance.run.report import hint
 from rlark_acceptance.run.step6 import Interrupted, build_plan, confirm_running
 from rlark_acceptance.run.step6.engine import SHARED_LEFT
 from rlark_acceptance.run.step6.journal import open_journal, state_dir, sweep_dead_runs
@@ -409,3 +411,26 @@ def test_6_5_names_the_harness_when_its_own_removal_took_the_checkpoint(
         failed.message
     )
     assert "the harness's run run-neighbour removed 1 object(s)" in failed.message
+
+
+def test_6_5_names_another_remover_when_the_harness_removed_nothing(
+    base: tuple[Profile, Any], tmp_path: Path
+) -> None:
+    """Gone after the Worker's deletion with no removal of the harness's there: the Worker on
+    its way out or another writer, with that remedy first, not the RLinf config's."""
+    store = tmp_path / "store"
+    store.mkdir()
+
+    class Vanishing(ScriptedTarget):
+        def delete(self, ref: Any) -> None:
+            super().delete(ref)
+            for p in sorted((store / CKPT).rglob("*"), reverse=True):
+                p.unlink() if p.is_file() else p.rmdir()
+
+    t = Vanishing(happy_script(store), store)
+    prof, job = base
+    rec = confirm_running(t, build_plan(prof, job, validated=CONFIG), clock=t.clock)  # type: ignore[arg-type]
+    failed = rec.earliest_failure
+    assert failed is not None and failed.check == "6.5", rec.phases
+    assert failed.message.endswith("not by this harness [outputs-removed]"), failed.message
+    assert hint("6.5", failed.message).startswith(OUTPUTS_REMOVED.remedy)

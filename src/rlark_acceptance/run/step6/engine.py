@@ -585,7 +585,8 @@ class Engine:
                 return False
             keep = policy == "always" or (policy == "onFailure" and not rec.passed)
             if keep or not isinstance(loc.store, Removable):
-                rec.outputs_kept = f"{loc.where} ({len(written)} objects written by this run)"
+                by = "written by this run" if loc.owner else "that appeared there during this run"
+                rec.outputs_kept = f"{loc.where} ({len(written)} objects {by})"
                 return False
             if loc.owner is None:
                 self.shared_left(loc, len(written))
