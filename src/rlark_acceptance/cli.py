@@ -3,7 +3,8 @@ rendering of a run's report.
 
 Exit status: 0 no error finding; 1 an error finding or a redirect; 2 the input could not be
 read (one line naming the file and line; never a traceback). ``report``: 0 accepted, 1 not
-accepted (the quality gate), 2 nothing to render.
+accepted (the quality gate), 2 nothing to render. ``diagnose``: 0 the log shows no failure,
+1 a cause is named, 2 the log could not be read.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rlark_acceptance import __version__
+from rlark_acceptance.diagnose import command as diagnose_command
 from rlark_acceptance.model.doc_checks import BY_ID, CHECKS
 from rlark_acceptance.model.errors import InputError
 from rlark_acceptance.model.findings import Severity, Status
@@ -82,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="where the trend's earlier points are read and this render's is added "
         "(default: the history the run kept its summary in, else none)",
     )
+    diagnose_command.add_parser(sub)
     return p
 
 
@@ -90,6 +93,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "preflight":
             return _preflight(args)
+        if args.command == "diagnose":
+            return diagnose_command.main(args)
         if args.command == "report":
             from pathlib import Path
 

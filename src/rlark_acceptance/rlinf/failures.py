@@ -333,9 +333,10 @@ _REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\].*$")
 # A Python exception line: a dotted type name, for Ray's wrapper the wrapped type in
 # parentheses, then ": message" or nothing (``KeyboardInterrupt``).
 _EXCEPTION_LINE = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:\(\w+\))?(?::\s|:?$)")
-# Printed alone (no traceback) it is an error only if its type says so.
+# Printed alone (no traceback) it is an error only if its type says so; a log cut at the
+# top may begin inside a traceback whose type is the bare ``Exception`` (Ray's start-up).
 _ALONE_EXCEPTION = re.compile(
-    r"(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception)(?:\(\w+\))?(?::\s|:?$)"
+    r"(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*)?(?:Error|Exception)(?:\(\w+\))?(?::\s|:?$)"
 )
 # Fatal lines that print no traceback.
 _ALONE_FATAL = re.compile(
