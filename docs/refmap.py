@@ -87,7 +87,8 @@ def _argument(action: argparse.Action) -> str:
         return ""
     if action.option_strings:
         return f"`{action.metavar or action.dest.upper()}`"
-    return f"`{action.dest.upper()}`" + (" …" if action.nargs in ("+", "*") else "")
+    shown = action.metavar if isinstance(action.metavar, str) else action.dest.upper()
+    return f"`{shown}`" + (" …" if action.nargs in ("+", "*") else "")
 
 
 def _default(action: argparse.Action) -> str:
@@ -105,7 +106,7 @@ def _options_table(actions: list[argparse.Action], required_one: set[str]) -> li
         said = a.help or ""
         if a.dest in required_one:
             said = f"{said} (one of these is required)".strip()
-        elif a.required or not a.option_strings:
+        elif a.required:  # a positional that may be left out (nargs "?") is not
             said = f"{said} (required)".strip()
         if a.choices:
             said += " — one of " + ", ".join(f"`{c}`" for c in a.choices)
@@ -143,6 +144,8 @@ def rlark_acceptance_section() -> list[str]:
         said = helps.get(name) or ""
         out += [f"### `rlark-acceptance {name}`", "", f"{said[:1].upper()}{said[1:]}.", ""]
         out += [*_options_table(command._actions, required_one), ""]
+        if command.epilog:  # its exit status, as its --help ends
+            out += ["```text", command.epilog, "```", ""]
     return out
 
 

@@ -69,7 +69,7 @@ def test_a_job_field_of_the_wrong_shape_is_a_finding_at_its_line(
 PROFILE_CASES = [
     (r"  adapter: local", "  adapter: nosuch", "target.adapter 'nosuch'"),
     (r"  scheduled: 30", "  scheduled: .nan", "timeouts.scheduled must be positive"),
-    (r"  scheduled: 30", "  schedule: 30", "timeouts.schedule is not a timeout: one of scheduled"),
+    (r"  scheduled: 30", "  schedule: 30", "timeouts.schedule is not a timeout; did you mean"),
     (r"  config: \S+", "  config: null", "rlinf.config is missing"),
     (r"  realRobotConfirmed: false", '  realRobotConfirmed: "yes"', "true or false"),
     (r"^name: .*", "name: [a]", "name must be text"),

@@ -1,5 +1,5 @@
 """``rlark-acceptance``: the pre-flight, the config audit (docs/contract.md §3) and the
-rendering of a run's report.
+rendering of a run's report; each command's --help lists its exit status.
 
 Exit status: 0 no error finding; 1 an error finding or a redirect; 2 the input could not be
 read (one line naming the file and line; never a traceback). ``report``: 0 accepted, 1 not
@@ -24,6 +24,40 @@ from rlark_acceptance.model.findings import Severity, Status
 
 EXIT_OK, EXIT_FINDINGS, EXIT_INPUT = 0, 1, 2
 
+# What each command's --help ends with: a CI job branches on these, so they are said where a
+# user first looks, not only in docs/contract.md §3.
+_BAD_INPUT = """\
+  2  an input could not be read, or holds what the harness does not know (a misspelt
+     key): one line naming its file and line; or a wrong command line"""
+_EXIT_PREFLIGHT = f"""\
+exit status:
+  0  no error finding (warnings may be printed)
+  1  at least one error finding, or a redirect to the multi-node guide
+{_BAD_INPUT}"""
+_EXIT_CONFIGS = """\
+exit status:
+  0  every config was read and composed (multi-node is a classification, not a failure)
+  1  a config could not be read or composed: its row names the file and line
+  2  a wrong command line"""
+_EXIT_REPORT = """\
+exit status:
+  0  the report was rendered and the run is accepted
+  1  the run is not accepted (the quality gate)
+  2  nothing to render (no run record in the reports directory), or a wrong command line"""
+_EXIT_ALL = """\
+exit status: each command's own (rlark-acceptance COMMAND --help lists them):
+  0 passed, 1 findings (report: not accepted), 2 an input that could not be read,
+  named by its file and line in one line"""
+
+
+class _Formatter(argparse.HelpFormatter):
+    """Descriptions wrapped to the terminal; the exit-status table kept line for line."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text.startswith("exit status"):
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
@@ -33,10 +67,25 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="rlark-acceptance", description=__doc__.splitlines()[0] if __doc__ else None)
+    p = _Parser(
+        prog="rlark-acceptance",
+        description="The pre-flight of an RLinf run on one GPU node as the RLark page documents "
+        "it (§0 to Step 5, offline, and against the cluster), the audit of RLinf configs, and "
+        "the rendering and gating of a run's report.",
+        epilog=_EXIT_ALL,
+        formatter_class=_Formatter,
+    )
     p.add_argument("--version", action="version", version=__version__)
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    pf = sub.add_parser("preflight", help="run every static check of §0–§5")
+    pf = sub.add_parser(
+        "preflight",
+        help="run every static check of §0–§5",
+        description="Run every static check of §0 to Step 5 on a profile (its RLinf config, "
+        "Job YAML and run information), or on an RLinf config and a Job YAML given as files; "
+        "each finding names its check ID and the file:line to fix.",
+        epilog=_EXIT_PREFLIGHT,
+        formatter_class=_Formatter,
+    )
     src = pf.add_mutually_exclusive_group(required=True)
     src.add_argument("--profile", help="an acceptance profile (docs/contract.md §2)")
     src.add_argument("--rlinf-config", help="a validated RLinf YAML")
@@ -47,12 +96,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="K=V",
-        help="a Hydra override, as on RLinf's command line (repeatable)",
+        help="a Hydra override, as on RLinf's command line, after the profile's "
+        "rlinf.overrides (repeatable)",
     )
     pf.add_argument(
         "--cluster",
         action="store_true",
-        help="also run the cluster checks (3.1, 3.2, 5.7) against the profile's target",
+        help="also judge 3.1, 3.2, 3.3, 5.5 and 5.7 against the cluster of the profile's "
+        "target: its clusters, and its nodes' labels, readiness and allocatable GPUs",
     )
     pf.add_argument(
         "--job-normaliser",
@@ -62,14 +113,29 @@ def build_parser() -> argparse.ArgumentParser:
     pf.add_argument(
         "--nodes",
         metavar="FILE",
-        help="a node inventory for 3.2 / 5.7 (kubectl get nodes -o yaml, or a list)",
+        help="a node inventory for 3.2, 3.3, 5.5 and 5.7 (kubectl get nodes -o yaml, or a list)",
     )
     pf.add_argument("--json", action="store_true", help="print docs/contract.md §3 JSON")
-    cf = sub.add_parser("configs", help="audit RLinf configs (files or directories)")
-    cf.add_argument("paths", nargs="+")
-    cf.add_argument("--json", action="store_true")
+    cf = sub.add_parser(
+        "configs",
+        help="audit RLinf configs (files or directories)",
+        description="Compose each RLinf config as RLinf would and say whether it runs on one "
+        "node: its cluster.num_nodes, the GPUs its placement needs, whether it drives a real "
+        "robot, or why it belongs to the multi-node guide.",
+        epilog=_EXIT_CONFIGS,
+        formatter_class=_Formatter,
+    )
+    cf.add_argument(
+        "paths", nargs="+", metavar="PATH", help="an RLinf config, or a folder of them (searched)"
+    )
+    cf.add_argument("--json", action="store_true", help="print one JSON row per config")
     rp = sub.add_parser(
-        "report", help="render a run's Allure report (replacing the previous one) and gate it"
+        "report",
+        help="render a run's Allure report (replacing the previous one) and gate it",
+        description="Render a run's Allure report from its reports directory (replacing the "
+        "previous one), then gate it: accepted or not, as the run record says.",
+        epilog=_EXIT_REPORT,
+        formatter_class=_Formatter,
     )
     rp.add_argument(
         "--reports-dir",
@@ -136,7 +202,7 @@ def _preflight(args: argparse.Namespace) -> int:
                 nodes, clusters = adapter.node_inventory(), adapter.clusters()
             finally:
                 adapter.close()
-        result = preflight_profile(prof, nodes=nodes, clusters=clusters)
+        result = preflight_profile(prof, nodes=nodes, clusters=clusters, overrides=args.override)
     else:
         result = preflight_files(
             args.rlinf_config,

@@ -70,8 +70,8 @@ def preflight(profile: Path) -> subprocess.CompletedProcess[str]:
             "local.yaml",
             ["rayDashbord: true"],
             0,
-            "target.rayDashbord is not an option of the local adapter (known: imageDirs, "
-            "images, rayDashboard, rayMonitor, rayNumCpus, scratchRoot, withoutGpu)",
+            "target.rayDashbord is not a target setting of the local adapter; "
+            "did you mean `rayDashboard`?",
         ),
         ("local.yaml", ["withoutGpu: 'yes'"], 0, "target.withoutGpu must be true or false"),
         ("local.yaml", ["rayNumCpus: 1.5"], 0, "target.rayNumCpus must be a whole number"),
@@ -80,7 +80,9 @@ def preflight(profile: Path) -> subprocess.CompletedProcess[str]:
             "kubernetes.yaml",
             ["images: [a, b]"],
             0,
-            "target.images is not an option of the kubernetes adapter (known: deleteTimeout)",
+            "target.images is not a target setting of the kubernetes adapter: one of adapter, "
+            "kubeconfig, context, namespace, cluster, jobName, mounts, keepOutputs, node, "
+            "deleteTimeout",
         ),
         ("local.yaml", ["imageDirs: {a: 1}"], 0, "target.imageDirs[0] must be text"),
         (
@@ -95,9 +97,10 @@ def preflight(profile: Path) -> subprocess.CompletedProcess[str]:
         ("kubernetes.yaml", ["deleteTimeout: soon"], 0, "target.deleteTimeout must be a number"),
         (
             "kubernetes.yaml",
-            ["withoutGpu: true"],
+            ["deleteTimout: 5"],
             0,
-            "target.withoutGpu is not an option of the kubernetes adapter (known: deleteTimeout)",
+            "target.deleteTimout is not a target setting of the kubernetes adapter; "
+            "did you mean `deleteTimeout`?",
         ),
     ],
 )

@@ -101,14 +101,14 @@ def test_a_profile_sets_steps_pattern_location_and_expectations(tmp_path: Path) 
     ("text", "line", "message"),
     [
         ("training: 3\n", 1, "training must be a mapping, true or false"),
-        ("training:\n  step: 5\n", 2, "training.step is not a training setting: one of checks"),
+        ("training:\n  step: 5\n", 2, "training.step is not a setting of training; did you mean"),
         (
             "training:\n  checks: [T.1, 6.5]\n",
             2,
             "6.5 is not a training check: one of T.1, T.2, T.3, T.4",
         ),
         ("training:\n  resume: 3\n", 2, "training.resume must be true, false or {steps: N}"),
-        ("training:\n  resume:\n    stepz: 3\n", 3, "training.resume.stepz is not a resume"),
+        ("training:\n  resume:\n    stepz: 3\n", 3, "training.resume.stepz is not a setting"),
         ("training:\n  resume: {steps: 0}\n", 2, "resume.steps must be a positive whole number"),
         ("training:\n  resume: {steps: true}\n", 2, "resume.steps must be a positive whole"),
         (
@@ -123,7 +123,7 @@ def test_a_profile_sets_steps_pattern_location_and_expectations(tmp_path: Path) 
         ("training:\n  expect:\n    - {tag: a}\n", 3, "give a bound (above, below or both)"),
         ("training:\n  expect:\n    - {tag: a, agg: p99, above: 1}\n", 3, "agg must be min"),
         ("training:\n  expect:\n    - {tag: a, above: .nan}\n", 3, "above must be a finite number"),
-        ("training:\n  expect:\n    - {tag: a, bound: 1}\n", 3, "bound is not one of tag"),
+        ("training:\n  expect:\n    - {tag: a, bound: 1}\n", 3, "expect[0].bound is not an expect"),
     ],
 )
 def test_each_mistake_is_one_line_at_its_place(
@@ -151,6 +151,6 @@ def test_the_command_line_refuses_a_misspelt_training_setting_with_exit_2(tmp_pa
     assert res.returncode == 2, res.stdout + res.stderr
     out = (res.stdout + res.stderr).strip().splitlines()
     assert out == [
-        f"rlark-acceptance: {path}:{line}: training.stepz is not a training setting: one of "
-        "checks, steps, stepPattern, tensorboard, expect, resume"
+        f"rlark-acceptance: {path}:{line}: training.stepz is not a setting of training; "
+        "did you mean `steps`?"
     ], out

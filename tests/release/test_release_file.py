@@ -56,7 +56,7 @@ def _bad(tmp_path: Path) -> dict[str, tuple[str, int | None, str]]:
     a = "site-a/site/local.yaml"
     return {
         "malformed YAML": (f"profiles:\n  - {a}\n  - [\n", 4, "malformed YAML"),
-        "unknown key": (f"profiles: [{a}]\nprofile: x\n", 2, "unknown key 'profile'"),
+        "unknown key": (f"profiles: [{a}]\nprofile: x\n", 2, "did you mean `profiles`?"),
         "no profiles": ("jobs: 2\n", 1, "profiles must be a list"),
         "profiles not a list": ("profiles: site-a\n", 1, "profiles must be a list"),
         "a profile not text": (f"profiles:\n  - {a}\n  - {{x: 1}}\n", 3, "path or a glob"),

@@ -107,7 +107,7 @@ def test_the_profile_sets_budgets_and_its_history(tmp_path: Path) -> None:
         ("budgets: {strict: yes please}", 2, "budgets.strict must be true or false"),
         ("history: {path: h, last: 0}", 2, "history.last must be a positive whole number"),
         ("history:\n  path: h\n  ratio: 0.5", 4, "history.ratio must be a number above 1"),
-        ("history: {where: h}", 2, "history.where is not a history setting"),
+        ("history: {where: h}", 2, "history.where is not a setting of history"),
         ("history: [h]", 2, "history must be a path"),
     ],
 )

@@ -18,10 +18,14 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from rlark_acceptance.model.errors import InputError
-from rlark_acceptance.model.yamlsrc import YamlDoc, refuse_unknown
+from rlark_acceptance.model.keys import refuse_unknown
+from rlark_acceptance.model.paths import expanded
+from rlark_acceptance.model.yamlsrc import YamlDoc
 
 # The Step 6 stages of the record's ``durations``, in the order a run reaches them.
 STAGES: Final = ("submit", "scheduled", "rayHead", "firstSignal", "training", "output")
+# The keys of ``budgets:``: a stage's seconds, or whether B.1 fails on them.
+BUDGET_KEYS: Final = (*STAGES, "strict")
 DEFAULT_LAST: Final = 5
 DEFAULT_RATIO: Final = 2.0
 
@@ -57,6 +61,7 @@ def parse_budgets(doc: YamlDoc) -> Budgets:
         return Budgets()
     if not isinstance(raw, dict):
         raise InputError(str(doc.loc("budgets")), "budgets must be a mapping of stage: seconds")
+    refuse_unknown(doc, "budgets", raw, BUDGET_KEYS, what="a stage (or strict)")
     seconds: dict[str, float] = {}
     strict = False
     for key, value in raw.items():
@@ -67,11 +72,6 @@ def parse_budgets(doc: YamlDoc) -> Budgets:
                 )
             strict = value
             continue
-        if key not in STAGES:
-            raise InputError(
-                str(doc.loc("budgets", key)),
-                f"budgets.{key} is not a stage: one of {', '.join(STAGES)} (or strict)",
-            )
         seconds[str(key)] = _positive(doc, value, "budgets", str(key))
     return Budgets(seconds, strict)
 
@@ -80,8 +80,8 @@ _HISTORY_KEYS = ("path", "last", "ratio")
 
 
 def parse_history(doc: YamlDoc) -> HistorySpec:
-    """``history:`` as a location, or ``{path, last, ratio}``; the path as written (it is
-    resolved against the profile's folder where it is read)."""
+    """``history:`` as a location, or ``{path, last, ratio}``; the path as written, ``~`` and
+    ``$VAR`` expanded (it is resolved against the profile's folder where it is read)."""
     raw = doc.data.get("history")
     if raw is None:
         return HistorySpec()
@@ -91,8 +91,11 @@ def parse_history(doc: YamlDoc) -> HistorySpec:
         raise InputError(str(doc.loc("history")), "history must be a path or {path, last, ratio}")
     refuse_unknown(doc, "history", raw, _HISTORY_KEYS)
     path = raw.get("path")
+    at = str(doc.loc("history", "path"))
     if path is not None and (not isinstance(path, str) or not path.strip()):
-        raise InputError(str(doc.loc("history", "path")), "history.path must be a path or s3://")
+        raise InputError(at, "history.path must be a path or s3://")
+    if path is not None:  # ~ and $VAR as a shell would; relative still to the profile
+        path = expanded(path, lambda why: InputError(at, f"history.path {why}"))
     last = raw.get("last", DEFAULT_LAST)
     if isinstance(last, bool) or not isinstance(last, int) or last < 1:
         raise InputError(

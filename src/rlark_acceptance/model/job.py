@@ -13,7 +13,7 @@ Example::
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any
@@ -23,7 +23,8 @@ import yaml
 from rlark_acceptance.model.doc_checks import CheckId
 from rlark_acceptance.model.errors import InputError
 from rlark_acceptance.model.findings import Location
-from rlark_acceptance.model.keypath import dotted
+from rlark_acceptance.model.keypath import KeyPath, dotted
+from rlark_acceptance.model.keys import near_misses, shown_key
 from rlark_acceptance.model.yamlsrc import YamlDoc, load_yaml, parse_yaml
 
 JOB_NAME_LABEL = "rlark.io/job-name"
@@ -80,11 +81,13 @@ class Role:
 
 @dataclass
 class ShapeProblem:
-    """A field of the wrong type or form; named with the check it would break."""
+    """A field of the wrong type or form; named with the check it would break. A warning
+    (``slip``): a key the harness does not read, near one it does."""
 
     check: str
     message: str
     location: Location
+    slip: bool = False
 
 
 @dataclass
@@ -167,6 +170,7 @@ def normalise_contract_v1alpha1(doc: YamlDoc) -> Job:
     roles = [
         _role(doc, i, r, problems) for i, r in enumerate(raw_roles or []) if isinstance(r, dict)
     ]
+    _slips(doc, data, problems)
     _shape(doc, data, (), _TOP_SHAPE, problems)
     if isinstance(raw_meta, dict):
         _shape(doc, raw_meta, ("metadata",), _META_SHAPE, problems)
@@ -242,6 +246,68 @@ _ROLE_SHAPE: _Shape = {
     "prepareScript": (CheckId.PREPARE_SCRIPT, _OPT_TEXT, "text"),
     "resources": (CheckId.MULTI_NODE_REDIRECT, (dict, type(None)), "a mapping"),
 }
+
+
+# The fields the harness reads beyond the shapes above, with the check each serves.
+_MOUNT_FIELDS = (
+    "name",
+    "type",
+    "containerPath",
+    "readOnly",
+    "hostPath",
+    "bucket",
+    "prefix",
+    "claimName",
+)
+_READ: dict[tuple[str, ...], dict[str, str]] = {
+    (): {**{k: c for k, (c, _, _) in _TOP_SHAPE.items()}, "spec": CheckId.ONE_ROLE_NAMED_WORKER},
+    ("metadata",): {k: c for k, (c, _, _) in _META_SHAPE.items()},
+    ("spec",): {
+        **{k: c for k, (c, _, _) in _SPEC_SHAPE.items()},
+        "runScript": CheckId.START_COMMAND_KEPT,
+        "roles": CheckId.ONE_ROLE_NAMED_WORKER,
+    },
+    ("spec", "tensorboard"): {"logDir": CheckId.TENSORBOARD_PATH},
+    ("spec", "roles", "*"): {
+        **{k: c for k, (c, _, _) in _ROLE_SHAPE.items()},
+        "env": CheckId.ENV_NOT_SENSITIVE,
+        "mounts": CheckId.PATHS_UNDER_MOUNTS,
+    },
+    ("spec", "roles", "*", "mounts", "*"): dict.fromkeys(_MOUNT_FIELDS, CheckId.PATHS_UNDER_MOUNTS),
+    ("spec", "roles", "*", "env", "*"): dict.fromkeys(("name", "value"), CheckId.ENV_NOT_SENSITIVE),
+}
+
+
+def _slips(doc: YamlDoc, data: dict[str, Any], problems: list[ShapeProblem]) -> None:
+    """A warning for each key near a field the harness reads, at its line, with the field
+    meant: the console may export fields the harness does not read, so an unknown key is
+    no mistake, but ``nodeSelecter`` would leave the Worker's node unchosen in silence."""
+    for pattern, fields in _READ.items():
+        for path, mapping in _mappings(data, pattern):
+            for key, meant in near_misses(mapping, fields):
+                problems.append(
+                    ShapeProblem(
+                        fields[meant],
+                        f"{shown_key(path, key)} is not a field the harness reads; "
+                        f"did you mean `{meant}`?",
+                        doc.loc(*path, key),
+                        slip=True,
+                    )
+                )
+
+
+def _mappings(data: Any, pattern: tuple[str, ...]) -> Iterator[tuple[KeyPath, dict[str, Any]]]:
+    """The mappings at ``pattern`` (``*``: each item of a list), with their paths."""
+    found: list[tuple[KeyPath, Any]] = [((), data)]
+    for part in pattern:
+        step: list[tuple[KeyPath, Any]] = []
+        for path, value in found:
+            if part == "*" and isinstance(value, list):
+                step += [((*path, i), v) for i, v in enumerate(value)]
+            elif isinstance(value, dict) and part in value:
+                step.append(((*path, part), value[part]))
+        found = step
+    return ((path, value) for path, value in found if isinstance(value, dict))
 
 
 def _shape(

@@ -8,7 +8,8 @@ An adapter declares its options under the entry-point group
   (``without_gpu`` → ``withoutGpu``), its annotation what the key accepts (``bool``,
   ``int``, ``float``, ``str``, ``Path`` (relative to the profile), ``Literal[...]``,
   ``tuple[X, ...]`` (a list, or one value), ``Mapping[str, Any]``, ``X | None``), its
-  default what an absent key means; or
+  default what an absent key means; a mapping's own keys, when it has a schema
+  (``field(metadata={"keys": model.keys.Schema})``), are refused unless known; or
 - a function ``(OptionsSource) -> options`` for anything else (raising ``InputError``
   through ``OptionsSource.error``).
 
@@ -23,13 +24,15 @@ import dataclasses
 import math
 import types
 import typing
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Literal, TypeVar, Union
 
 from rlark_acceptance.model.errors import InputError
+from rlark_acceptance.model.keys import check_keys, closest
+from rlark_acceptance.model.paths import user_path
 from rlark_acceptance.model.yamlsrc import YamlDoc
 
 GROUP = "rlark_acceptance.adapter_options"
@@ -71,10 +74,17 @@ def parse_dataclass(cls: type[T], src: OptionsSource) -> T:
     for key, value in src.values.items():
         f = by_key.get(key)
         if f is None or not f.init:
-            known = ", ".join(sorted(by_key)) or "none"
-            raise src.error(key, f"is not an option of the {src.adapter} adapter (known: {known})")
+            meant = closest(key, by_key)
+            hint = f"; did you mean `{meant}`?" if meant else f" (known: {_listed(by_key)})"
+            raise src.error(key, f"is not an option of the {src.adapter} adapter{hint}")
         kwargs[f.name] = convert(hints[f.name], value, src, key)
+        if src.doc is not None:  # a mapping's own keys, where the field declares them
+            check_keys(src.doc, ("target", key), value, f.metadata.get("keys"))
     return cls(**kwargs)
+
+
+def _listed(keys: Iterable[str]) -> str:
+    return ", ".join(sorted(keys)) or "none"
 
 
 def convert(tp: Any, value: Any, src: OptionsSource, key: str, *at: Hashable) -> Any:
@@ -110,8 +120,7 @@ def convert(tp: Any, value: Any, src: OptionsSource, key: str, *at: Hashable) ->
     if tp is Path:
         if not isinstance(value, str) or not value:
             raise bad("a path")
-        p = Path(value)
-        return p if p.is_absolute() else src.base / p
+        return user_path(value, src.base, lambda why: bad(f"a path: {why}"))
     if origin is Literal:
         if value not in args:
             choices = ", ".join(str(a) for a in args)
@@ -127,17 +136,33 @@ def convert(tp: Any, value: Any, src: OptionsSource, key: str, *at: Hashable) ->
     raise TypeError(f"target.{key}: options of type {tp!r} cannot be declared")
 
 
-def declared(adapter: str) -> Callable[[OptionsSource], Any] | None:
-    """How ``adapter`` parses its options (a dataclass or a function), if it declares it."""
+def _declaration(adapter: str) -> Any:
+    """What ``adapter`` registered under ``GROUP`` (None: nothing)."""
     for ep in entry_points(group=GROUP):
         if ep.name == adapter:
-            found = ep.load()
-            if dataclasses.is_dataclass(found) and isinstance(found, type):
-                cls = found
-                return lambda src: parse_dataclass(cls, src)
-            if callable(found):
-                return typing.cast(Callable[[OptionsSource], Any], found)
-            raise TypeError(f"{GROUP}:{adapter} names neither a dataclass nor a function")
+            return ep.load()
+    return None
+
+
+def declared(adapter: str) -> Callable[[OptionsSource], Any] | None:
+    """How ``adapter`` parses its options (a dataclass or a function), if it declares it."""
+    found = _declaration(adapter)
+    if found is None:
+        return None
+    if dataclasses.is_dataclass(found) and isinstance(found, type):
+        cls = found
+        return lambda src: parse_dataclass(cls, src)
+    if callable(found):
+        return typing.cast(Callable[[OptionsSource], Any], found)
+    raise TypeError(f"{GROUP}:{adapter} names neither a dataclass nor a function")
+
+
+def option_keys(adapter: str) -> tuple[str, ...] | None:
+    """The keys of ``target:`` the adapter's options take, when it declares them as a
+    dataclass; None when it declares a function or nothing, which say nothing of their keys."""
+    found = _declaration(adapter)
+    if dataclasses.is_dataclass(found) and isinstance(found, type):
+        return tuple(keys_of(found))
     return None
 
 

@@ -18,7 +18,15 @@ from rlark_acceptance.model.errors import InputError
 from rlark_acceptance.model.findings import Location
 from rlark_acceptance.model.keypath import dotted
 from rlark_acceptance.model.keypath import parse as parse_key
-from rlark_acceptance.model.options import OptionsSource, keys_of, parse_dataclass, parse_options
+from rlark_acceptance.model.keys import near_misses, refuse_unknown, unknown_key
+from rlark_acceptance.model.options import (
+    OptionsSource,
+    keys_of,
+    option_keys,
+    parse_dataclass,
+    parse_options,
+)
+from rlark_acceptance.model.paths import user_path
 from rlark_acceptance.model.timeouts import Timeouts, parse_timeouts
 from rlark_acceptance.model.training import TrainingSpec, parse_training
 from rlark_acceptance.model.yamlsrc import YamlDoc, load_yaml
@@ -98,6 +106,31 @@ class RunInfo:
         return f"RunInfo(gpus={self.gpus!r}, expected_node={self.expected_node!r})"
 
 
+# The keys of each part of a profile, declared once (the rest beside their own models:
+# ``_TargetKeys`` and the adapter's options, ``Timeouts``, ``training``, ``budgets``): any
+# other key is refused at its line with the key meant (``model.keys``), as it would
+# otherwise run with its default.
+PROFILE_KEYS = (
+    "name",
+    "target",
+    "rlinf",
+    "job",
+    "jobNormaliser",
+    "runInfo",
+    "safety",
+    "timeouts",
+    "training",
+    "budgets",
+    "history",
+)
+RLINF_KEYS = ("config", "configDir", "overrides")
+RUN_INFO_KEYS = tuple(keys_of(RunInfo))
+# The container paths the team wrote down (准备 RLinf 运行信息), each checked at P.3.
+RUN_INFO_PATHS = ("data", "model", "checkpoint", "output")
+SAFETY_KEYS = ("realRobotConfirmed",)
+NODE_KEYS = tuple(keys_of(NodeSpec))
+
+
 @dataclass
 class Profile:
     path: Path
@@ -162,6 +195,8 @@ def parse_node(doc: YamlDoc, raw: Any, *keys: Any, default_name: str = "local-no
         if not isinstance(value, bool):
             raise InputError(str(doc.loc(*keys, flag)), f"{where}.{flag} must be true or false")
         flags[flag] = value
+    # After the values: a key beside a value that is wrong is no reason to miss the value.
+    refuse_unknown(doc, keys, raw, NODE_KEYS, what="a node setting")
     return NodeSpec(
         name=name,
         labels={str(k): str(v) for k, v in labels.items()} or {"kubernetes.io/hostname": name},
@@ -171,22 +206,25 @@ def parse_node(doc: YamlDoc, raw: Any, *keys: Any, default_name: str = "local-no
     )
 
 
-def _section(doc: YamlDoc, key: str) -> dict[str, Any]:
+def _section(doc: YamlDoc, key: str, known: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """The mapping at ``key`` (empty when absent); with ``known``, its keys are checked."""
     value = doc.data.get(key)
     if value is None:
         return {}
     if not isinstance(value, dict):
         raise InputError(str(doc.loc(key)), f"{key} must be a mapping")
+    if known is not None:
+        refuse_unknown(doc, key, value, known)
     return value
 
 
 def _path(base: Path, value: Any, doc: YamlDoc, *keys: str) -> Path | None:
     if value in (None, ""):
         return None
+    where, name = str(doc.loc(*keys)), ".".join(keys)
     if not isinstance(value, str):
-        raise InputError(str(doc.loc(*keys)), f"{'.'.join(keys)} must be a path")
-    p = Path(value)
-    return p if p.is_absolute() else base / p
+        raise InputError(where, f"{name} must be a path")
+    return user_path(value, base, lambda why: InputError(where, f"{name} {value}: {why}"))
 
 
 def load_profile(path: str | Path) -> Profile:
@@ -194,8 +232,9 @@ def load_profile(path: str | Path) -> Profile:
     doc = load_yaml(p)
     base = p.parent
     # In the order a user reads the file's problems: one at a time, the first one first.
+    refuse_unknown(doc, (), doc.data, PROFILE_KEYS, what="a key of a profile")
     target = _target(doc, base)
-    rlinf = _section(doc, "rlinf")
+    rlinf = _section(doc, "rlinf", RLINF_KEYS)
     overrides = _overrides(doc, rlinf)
     run_info = _run_info(doc)
     timeouts = _timeouts(doc)
@@ -232,18 +271,35 @@ def _target(doc: YamlDoc, base: Path) -> Target:
     _known_adapter(adapter, doc)
     own = {str(k): v for k, v in raw.items() if k not in common | {"node"}}
     node_raw = raw.get("node")
+    node = None if node_raw is None else parse_node(doc, node_raw, "target", "node")
+    _target_keys(doc, raw, adapter)
     return Target(
         adapter=adapter,
         kubeconfig=_str(keys.kubeconfig),
         context=keys.context,
         namespace=keys.namespace or "rlinf-acceptance",
-        node=None if node_raw is None else parse_node(doc, node_raw, "target", "node"),
+        node=node,
         cluster=keys.cluster,
         job_name=keys.job_name,
         mounts=keys.mounts,
         keep_outputs=keys.keep_outputs,
         options=parse_options(OptionsSource(adapter, own, doc, base)),
     )
+
+
+def _target_keys(doc: YamlDoc, raw: dict[str, Any], adapter: str) -> None:
+    """Every key of ``target:`` is one every adapter has, ``node``, or one of the adapter's
+    options. An adapter that does not declare its options as a dataclass may take any key,
+    so there only a near miss of a common key is refused: it is a slip, not an option."""
+    common = (*keys_of(_TargetKeys), "node")
+    options = option_keys(adapter)
+    what = f"a target setting of the {adapter} adapter"
+    if options is not None:
+        refuse_unknown(doc, "target", raw, (*common, *options), what=what)
+        return
+    slip = next(near_misses({k: v for k, v in raw.items() if k not in common}, common), None)
+    if slip is not None:
+        raise unknown_key(doc, ("target",), slip[0], common, what)
 
 
 def _overrides(doc: YamlDoc, rlinf: dict[str, Any]) -> list[tuple[str, Location]]:
@@ -271,10 +327,11 @@ def _config(doc: YamlDoc, rlinf: dict[str, Any], base: Path) -> tuple[Path, Path
 
 
 def _run_info(doc: YamlDoc) -> RunInfo:
-    ri = _section(doc, "runInfo")
+    ri = _section(doc, "runInfo", RUN_INFO_KEYS)
     paths = ri.get("paths") or {}
     if not isinstance(paths, dict):
         raise InputError(str(doc.loc("runInfo", "paths")), "runInfo.paths must be a mapping")
+    refuse_unknown(doc, ("runInfo", "paths"), paths, RUN_INFO_PATHS)
     for key in ("image", "startCommand", "prepareCommand", "expectedOutput", "expectedNode"):
         _text(doc, ri.get(key), "runInfo", key)
     return RunInfo(
@@ -294,7 +351,7 @@ def _timeouts(doc: YamlDoc) -> Timeouts:
 
 
 def _real_robot_confirmed(doc: YamlDoc) -> bool:
-    confirmed = _section(doc, "safety").get("realRobotConfirmed", False)
+    confirmed = _section(doc, "safety", SAFETY_KEYS).get("realRobotConfirmed", False)
     if not isinstance(confirmed, bool):
         raise InputError(
             str(doc.loc("safety", "realRobotConfirmed")),

@@ -12,6 +12,7 @@ from enum import Enum
 from typing import Any
 
 from rlark_acceptance.model.errors import InputError
+from rlark_acceptance.model.keys import refuse_unknown
 from rlark_acceptance.model.yamlsrc import YamlDoc
 
 
@@ -63,14 +64,10 @@ _BY_KEY = {b.value: b for b in Bound}
 def parse_timeouts(doc: YamlDoc, raw: dict[str, Any]) -> Timeouts:
     """``raw`` (the profile's ``timeouts:`` mapping) over the defaults; an unknown key or a
     value that is not positive seconds names its line."""
+    refuse_unknown(doc, "timeouts", raw, _BY_KEY, what="a timeout")
     seconds: dict[str, float] = {}
     for key, value in raw.items():
-        bound = _BY_KEY.get(str(key))
-        if bound is None:
-            raise InputError(
-                str(doc.loc("timeouts", key)),
-                f"timeouts.{key} is not a timeout: one of {', '.join(_BY_KEY)}",
-            )
+        bound = _BY_KEY[key]
         bad = not isinstance(value, int | float) or isinstance(value, bool)
         if bad or not math.isfinite(value) or value <= 0:
             raise InputError(str(doc.loc("timeouts", key)), f"{bound.key} must be positive seconds")

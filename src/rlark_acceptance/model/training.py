@@ -29,7 +29,8 @@ from typing import Any, Final, Literal
 
 from rlark_acceptance.model.doc_checks import TRAINING, CheckId
 from rlark_acceptance.model.errors import InputError
-from rlark_acceptance.model.yamlsrc import YamlDoc, refuse_unknown
+from rlark_acceptance.model.keys import refuse_unknown
+from rlark_acceptance.model.yamlsrc import YamlDoc
 
 Aggregate = Literal["min", "max", "mean"]
 
@@ -84,6 +85,7 @@ OFF: Final = TrainingSpec(checks=frozenset())
 
 _KEYS = ("checks", "steps", "stepPattern", "tensorboard", "expect", "resume")
 _EXPECT_KEYS = ("tag", "agg", "last", "above", "below")
+_RESUME_KEYS = ("steps",)
 
 
 def parse_training(doc: YamlDoc) -> TrainingSpec:
@@ -123,12 +125,7 @@ def _resume(doc: YamlDoc, value: Any) -> tuple[bool | None, int]:
             str(doc.loc("training", "resume")),
             "training.resume must be true, false or {steps: N}",
         )
-    for key in value:
-        if key != "steps":
-            raise InputError(
-                str(doc.loc("training", "resume", key)),
-                f"training.resume.{key} is not a resume setting: steps",
-            )
+    refuse_unknown(doc, ("training", "resume"), value, _RESUME_KEYS)
     steps = value.get("steps", DEFAULT_RESUME_STEPS)
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         raise InputError(
@@ -197,12 +194,7 @@ def _expectation(doc: YamlDoc, item: Any, i: int) -> Expectation:
     where = str(doc.loc("training", "expect", i))
     if not isinstance(item, dict):
         raise InputError(where, "training.expect: each entry is {tag, agg, last, above, below}")
-    for key in item:
-        if key not in _EXPECT_KEYS:
-            raise InputError(
-                str(doc.loc("training", "expect", i, key)),
-                f"training.expect: {key} is not one of {', '.join(_EXPECT_KEYS)}",
-            )
+    refuse_unknown(doc, ("training", "expect", i), item, _EXPECT_KEYS, what="an expect setting")
     tag, agg = item.get("tag"), item.get("agg", "mean")
     if not isinstance(tag, str) or not tag:
         raise InputError(where, "training.expect: tag must name a scalar")

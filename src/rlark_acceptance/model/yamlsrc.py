@@ -441,14 +441,3 @@ class _MergeKey:
 
 
 _MERGE_KEY = _MergeKey()
-
-
-def refuse_unknown(doc: YamlDoc, section: str, raw: dict[str, Any], known: tuple[str, ...]) -> None:
-    """A key of the mapping ``section`` that none of ``known`` is is refused at its line, as
-    a misspelt setting would otherwise run with its default."""
-    for key in raw:
-        if key not in known:
-            raise InputError(
-                str(doc.loc(section, key)),
-                f"{section}.{key} is not a {section} setting: one of {', '.join(known)}",
-            )

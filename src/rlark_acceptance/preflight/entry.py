@@ -148,19 +148,22 @@ def preflight_profile(
     clusters: list[str] | None = None,
     loader: ConfigLoader | None = None,
     redactor: Redactor | None = None,
+    overrides: list[str] | None = None,
 ) -> PreflightResult:
     """The pre-flight of a profile; ``redactor`` is the run's it belongs to (a new one, the
-    pre-flight's own, by default)."""
+    pre-flight's own, by default); ``overrides``, the command line's, come after the
+    profile's (``rlinf.overrides``), as on RLinf's command line the later one wins."""
     redactor = redactor or Redactor()
     prof = profile if isinstance(profile, Profile) else load_profile(profile)
     loader = loader or ConfigLoader()
     job = _job_from_profile(prof)
-    overrides = [Override(text, loc, "profile") for text, loc in prof.overrides]
+    ovs = [Override(text, loc, "profile") for text, loc in prof.overrides]
+    ovs += _command_line(overrides)
     rlinf = validated = None
     if prof.rlinf_config is not None:
         with prof.reading("rlinf.config", prof.rlinf_config):
             rlinf, validated = _effective(
-                loader, prof.rlinf_config, prof.rlinf_config_dir, overrides, job, prof
+                loader, prof.rlinf_config, prof.rlinf_config_dir, ovs, job, prof
             )
     if nodes is None and prof.target.node is not None:
         nodes = [prof.target.node]  # the local target declares its one node
@@ -177,6 +180,10 @@ def preflight_profile(
     outcome = run_checks(ctx)
     shown = _shown(prof.rlinf_config) if prof.rlinf_config else None
     return PreflightResult(outcome, rlinf, job, prof, shown, validated, redactor)
+
+
+def _command_line(overrides: list[str] | None) -> list[Override]:
+    return [Override(t, Location("--override"), "command line") for t in overrides or []]
 
 
 def _effective(
@@ -221,7 +228,7 @@ def preflight_files(
     job_obj = (
         read_job(str(job), shown=_shown(Path(job)), normaliser_name=job_normaliser) if job else None
     )
-    ovs = [Override(t, Location("--override"), "command line") for t in overrides or []]
+    ovs = _command_line(overrides)
     rlinf, validated = _effective(
         loader, Path(rlinf_config), Path(config_dir) if config_dir else None, ovs, job_obj, None
     )

@@ -25,8 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rlark_acceptance.model.errors import InputError
+from rlark_acceptance.model.keys import refuse_unknown
+from rlark_acceptance.model.paths import expanded, user_path
 from rlark_acceptance.model.yamlsrc import YamlDoc, load_yaml
 
+# Every key a release file may have (any other is refused at its line, with the key meant).
 KNOWN = ("name", "profiles", "jobs", "reportsDir", "select", "faultInjection", "docUrl")
 # What the release itself writes in the reports directory: no profile's record may be named so.
 RESERVED = frozenset(
@@ -72,9 +75,7 @@ def load_release(path: str | Path) -> ReleaseFile:
     p = Path(path)
     doc = load_yaml(p)
     data = doc.data
-    for key in data:
-        if key not in KNOWN:
-            raise InputError(str(doc.loc(key)), f"unknown key {key!r} (known: {', '.join(KNOWN)})")
+    refuse_unknown(doc, (), data, KNOWN, what="a key of a release file")
     base = p.resolve().parent
     raw = data.get("profiles")
     if not isinstance(raw, list) or not raw:
@@ -89,12 +90,17 @@ def load_release(path: str | Path) -> ReleaseFile:
         listed.append((entry, at))
     name = _text(doc, "name") or p.stem
     reports = _text(doc, "reportsDir")
+    reports_at = str(doc.loc("reportsDir"))
     return ReleaseFile(
         name=name,
         profiles=resolve_profiles(listed, base),
         path=p,
         jobs=_jobs(doc),
-        reports_dir=(base / reports) if reports else None,
+        reports_dir=user_path(
+            reports, base, lambda why: InputError(reports_at, f"reportsDir {why}")
+        )
+        if reports
+        else None,
         select=_text(doc, "select"),
         fault_injection=_flag(doc, "faultInjection"),
         doc_url=_text(doc, "docUrl"),
@@ -138,7 +144,7 @@ def resolve_profiles(listed: list[tuple[str, str]], base: Path) -> tuple[ListedP
 
 
 def _expand(entry: str, at: str, base: Path) -> list[tuple[Path, str]]:
-    pattern = os.path.expanduser(entry)
+    pattern = expanded(entry, lambda why: InputError(at, f"{entry}: {why}"))
     full = pattern if os.path.isabs(pattern) else str(base / pattern)
     if glob.has_magic(pattern):
         found = sorted(Path(x) for x in glob.glob(full, recursive=True))

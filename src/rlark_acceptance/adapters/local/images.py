@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rlark_acceptance.model.paths import user_path
+
 BUILT_STAMP = ".rlark-built"
 
 
@@ -74,8 +76,12 @@ def resolve(reference: str, images: dict[str, Any] | None, base: Path) -> LocalI
         )
     env = entry["environment"]
     lock: Path | None = None
+
+    def unexpanded(why: str) -> ImageError:
+        return ImageError(f'image "{reference}": target.images: {why}')
+
     if isinstance(env, dict) and "lock" in env:
-        lock = base / str(env["lock"])
+        lock = user_path(str(env["lock"]), base, unexpanded)
         if not lock.is_file():
             raise ImageError(f'image "{reference}": lock file {lock} not found')
         prefix = locked_env_dir(lock)
@@ -87,11 +93,12 @@ def resolve(reference: str, images: dict[str, Any] | None, base: Path) -> LocalI
     else:
         # Through its symlinks: the Pod's root shows the environment's own folder, not a
         # link to it (``~/envs/current`` → a versioned venv), so a link's PATH finds no ray.
-        prefix = Path(os.path.realpath(base / os.path.expanduser(str(env))))
+        prefix = Path(os.path.realpath(user_path(str(env), base, unexpanded)))
     if not (prefix / "bin" / "python").exists():
         raise ImageError(f'Failed to pull image "{reference}": {prefix} has no bin/python')
     workspace = {
-        str(k): (base / str(v)).resolve() for k, v in (entry.get("workspace") or {}).items()
+        str(k): user_path(str(v), base, unexpanded).resolve()
+        for k, v in (entry.get("workspace") or {}).items()
     }
     return LocalImage(reference, prefix, workspace, lock)
 

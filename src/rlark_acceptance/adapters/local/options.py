@@ -12,6 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rlark_acceptance.model.keys import ANY, Schema
+
+# The keys of ``images:`` entries: a misspelt one is refused when the profile is loaded,
+# with the key meant (its values are still read when a Pod starts).
+IMAGE_KEYS: Schema = {ANY: {"environment": {"lock": None}, "workspace": None}}
+
 
 @dataclass(frozen=True)
 class LocalOptions:
@@ -20,7 +26,9 @@ class LocalOptions:
     #
     # Not in the repr: an image reference may carry a registry credential, and reprs reach
     # tracebacks and reports.
-    images: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    images: Mapping[str, Any] = field(
+        default_factory=dict, repr=False, metadata={"keys": IMAGE_KEYS}
+    )
     # The node has no GPU: every interpreter of the Worker loads the GPU stand-in.
     without_gpu: bool = False
     # The Ray head with its dashboard (Ray's state API, which RLinf lists its actors through).

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from rlark_acceptance.model.findings import Finding, Location, Severity, Status, error
+from rlark_acceptance.model.findings import Finding, Location, Severity, Status, error, warning
 from rlark_acceptance.model.job import Job, Role
 from rlark_acceptance.model.profile import NodeSpec, Profile, RunInfo
 from rlark_acceptance.rlinf.effective import EffectiveRLinf
@@ -21,7 +21,7 @@ class Context:
     validated: EffectiveRLinf | None = None
     job: Job | None = None
     profile: Profile | None = None
-    # Cluster side (3.1, 3.2, 5.7): known clusters and the node inventory, when reachable.
+    # Cluster side (3.1, 3.2, 3.3, 5.5, 5.7): known clusters and the node inventory, when reachable.
     nodes: list[NodeSpec] | None = None
     clusters: list[str] | None = None
     real_robot_confirmed: bool = False
@@ -159,9 +159,13 @@ def run_checks(ctx: Context, only: Iterable[str] | None = None) -> Outcome:
             out.evaluated.append(reg.id)
         out.findings.extend(reg.fn(ctx))
     # Fields of the wrong type or form, found while reading the Job YAML, under their check.
+    # A key near a field the harness reads is a warning (the console may add fields).
     for p in ctx.job.problems if ctx.job is not None else []:
         if wanted is None or p.check in wanted:
-            out.findings.append(error(p.check, "yaml-shape", p.message, p.location))
+            if p.slip:
+                out.findings.append(warning(p.check, "field-near-miss", p.message, p.location))
+            else:
+                out.findings.append(error(p.check, "yaml-shape", p.message, p.location))
             if p.check not in out.evaluated:
                 out.evaluated.append(p.check)
     # Messages quote the inputs (an override, a config value, an image): the run's redaction

@@ -8,11 +8,10 @@ from collections.abc import Iterator
 
 from rlark_acceptance.model.doc_checks import CheckId
 from rlark_acceptance.model.findings import Finding, Location, error, warning
+from rlark_acceptance.model.profile import RUN_INFO_PATHS
 from rlark_acceptance.preflight.checks.base import Context, check, is_count
 from rlark_acceptance.preflight.checks.images import MOVING_TAGS, parse_image
 from rlark_acceptance.secrets import Redactor
-
-PATH_KINDS = ("data", "model", "checkpoint", "output")
 
 
 def image_findings(
@@ -77,7 +76,7 @@ def prepared_commands(ctx: Context) -> Iterator[Finding]:
 @check(CheckId.CONTAINER_PATHS_GIVEN, needs=("run_info",))
 def prepared_paths(ctx: Context) -> Iterator[Finding]:
     ri = ctx.the_run_info
-    for kind in PATH_KINDS:
+    for kind in RUN_INFO_PATHS:
         value = ri.paths.get(kind)
         loc = ctx.ri_loc("paths", kind)
         if value in (None, ""):
