@@ -4,6 +4,7 @@ pytest_plugins = [
     "fixtures.acceptance",
     "fixtures.incluster",
     "fixtures.interrupts",
+    "fixtures.notify",
     "fixtures.progress",
     "fixtures.release",
     "fixtures.run_record",
