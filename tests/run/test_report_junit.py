@@ -284,3 +284,18 @@ def test_the_records_warnings_are_the_profile_suites_properties_and_output(
     (suite,) = [s for s in xml if "the profile as it is" in s.name]
     assert not [p for p in suite.properties() if p.name == "warning"]
     assert suite._elem.find("system-out") is None
+
+
+def test_a_failed_step_is_recorded_in_its_own_words_without_pytest_s_reprs() -> None:
+    """pytest appends to an ``assert``'s message its explanation, the operands' reprs: the
+    record keeps the step's message; an ``assert`` without one keeps what there is."""
+    said = (
+        "verdict fail:\n    3.7 error output-read-only job.yaml:31: read-only mount\n"
+        "assert <Verdict.FAIL: 'fail'> == 'pass'\n  \n  - pass\n  + fail"
+    )
+    assert writers.step_message(said) == (
+        "verdict fail:\n    3.7 error output-read-only job.yaml:31: read-only mount"
+    )
+    bare = "assert <Verdict.FAIL: 'fail'> == 'pass'\n  - pass"
+    assert writers.step_message(bare) == bare
+    assert writers.step_message("no signal within 120 s") == "no signal within 120 s"

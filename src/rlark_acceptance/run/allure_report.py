@@ -8,6 +8,7 @@ goes through the run's ``Redactor``, passed in by the caller.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import json
 import os
@@ -176,6 +177,7 @@ def complete_results(
             data = _new_result(rec, report, redactor)
             file = path / f"{data['uuid']}-result.json"
         data["name"] = writers.test_name(rec)
+        _readable(data)
         check = rec.failed_check()
         if check is not None and rec.kind == "profile":
             # What the quality gate names, and the first words of the failure a reader sees.
@@ -189,6 +191,40 @@ def complete_results(
         tmp = file.with_suffix(".tmp")
         tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
         os.replace(tmp, file)
+
+
+def _readable(result: dict[str, Any]) -> None:
+    """No Python repr where the report's reader looks. allure-pytest-bdd lists every argument
+    of a step's function as a parameter of the step, the fixtures it takes among them, by
+    their repr (``preflight: PreflightResult(verdict=<Verdict.FAIL: 'fail'>, findings=2)``):
+    only the values a step's text gives (a string, a number, ``None``) stay. A failed
+    ``assert``'s message keeps the step's own words, without pytest's explanation of its
+    operands (``writers.step_message``); the trace stays, for a crash of the harness."""
+    for item in [result, *_steps(result)]:
+        params = item.get("parameters")
+        if isinstance(params, list):
+            item["parameters"] = [p for p in params if _literal(p.get("value"))]
+        details = item.get("statusDetails")
+        if isinstance(details, dict) and isinstance(details.get("message"), str):
+            details["message"] = writers.step_message(details["message"])
+
+
+def _steps(item: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    for step in item.get("steps") or []:
+        if isinstance(step, dict):
+            yield step
+            yield from _steps(step)
+
+
+def _literal(value: object) -> bool:
+    """Whether a parameter's value, as Allure wrote it (``repr``), is a plain literal."""
+    if not isinstance(value, str):
+        return False
+    try:
+        ast.literal_eval(value)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
 
 
 def _inconclusive(

@@ -262,6 +262,9 @@ class RunReport:
             "checks": {c: r.status for c, r in checks.items()},
             "earliestFailure": first,
             "notReached": [c for c, r in checks.items() if r.status == "notReached"],
+            # The ``skipped`` checks under the terminal's word for them ("1 not selected"):
+            # ``checks`` keeps ``skipped``, which its readers already know.
+            "notSelected": [c for c, r in checks.items() if r.status == "skipped"],
             "selfChecks": self.self_checks(first["check"] if first else None),
             "durations": {k: round(v, 3) for k, v in self.durations.items()},
             "interrupted": self.interrupted,

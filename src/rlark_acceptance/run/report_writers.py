@@ -108,6 +108,15 @@ def remedy_line(check: str, message: str | None = None) -> str:
     return f"[{check}] {remedy_label(message)}: {remedy(check, message)}"
 
 
+def step_message(text: str) -> str:
+    """A failed step's message as the step wrote it: pytest appends to a failed ``assert``'s
+    message its own explanation (``assert <Verdict.FAIL: 'fail'> == 'pass'`` and ``where``
+    lines), made of its operands' Python reprs; the record keeps the message alone. An
+    ``assert`` without a message keeps the explanation: it is all there is."""
+    head, glue, _ = text.partition("\nassert ")
+    return head.rstrip() if glue and head.strip() else text
+
+
 # -- JUnit --------------------------------------------------------------------------------
 
 
