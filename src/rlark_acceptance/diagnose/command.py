@@ -11,13 +11,14 @@ import gzip
 import io
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, BinaryIO, TextIO, cast
 
-from rlark_acceptance.diagnose.diagnosis import Diagnosis, diagnose
+from rlark_acceptance.diagnose.diagnosis import Diagnosis, diagnose, with_pod
 from rlark_acceptance.diagnose.lines import batches
-from rlark_acceptance.model.doc_checks import BY_ID
+from rlark_acceptance.diagnose.pod import PodSource
+from rlark_acceptance.diagnose.words import render
 from rlark_acceptance.model.errors import InputError
 
 EXIT_NO_FAILURE, EXIT_CAUSE, EXIT_INPUT = 0, 1, 2
@@ -36,7 +37,6 @@ exit status:
      one line naming it; or a wrong command line"""
 _GZIP_MAGIC = b"\x1f\x8b"
 _SNIFF = 8192
-_WIDTH = 80
 
 
 def add_parser(sub: Any) -> None:
@@ -51,29 +51,71 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "log",
         nargs="?",
-        default="-",
         metavar="FILE",
         help="the log: a file (gzip read as such), or - for standard input (the default)",
     )
     p.add_argument("--json", action="store_true", help="print the diagnosis as one JSON object")
+    pod = p.add_argument_group("a Pod instead of a log file (its log, status and events)")
+    pod.add_argument("--pod", metavar="NAME", help="the Worker's Pod, read through a kubeconfig")
+    pod.add_argument(
+        "--kubeconfig",
+        metavar="FILE",
+        help="the kubeconfig (default: $KUBECONFIG, ~/.kube/config, else in-cluster)",
+    )
+    pod.add_argument("--context", help="the kubeconfig's context (default: its current one)")
+    pod.add_argument(
+        "--namespace", "-n", help="the Pod's namespace (default: the context's, else default)"
+    )
+    pod.add_argument(
+        "--container", help="whose log to read (default: the Pod's first container, the Worker)"
+    )
 
 
 def main(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    name = "standard input" if args.log == "-" else args.log
-    with _opened(args.log) as stream:
-        try:
-            if b"\x00" in stream.peek(_SNIFF)[:_SNIFF]:
-                # A log has no NUL bytes: an archive, an image, a device like /dev/zero.
-                raise InputError(name, "is not a text log (it holds binary data)")
-            found = diagnose(batches(stream))
-        except (OSError, EOFError) as e:  # a read failed half-way, a gzip cut short
-            raise InputError(name, f"cannot be read: {getattr(e, 'strerror', None) or e}") from None
+    if args.pod is not None:
+        if args.log is not None:
+            raise InputError("diagnose", "give a log file or --pod, not both")
+        found, name = _from_pod(args)
+    else:
+        for flag in ("kubeconfig", "context", "namespace", "container"):
+            if getattr(args, flag) is not None:
+                raise InputError(f"--{flag}", "reads a Pod: give --pod NAME with it")
+        found, name = _from_log(args.log or "-")
     out = out or sys.stdout
     if args.json:
         print(json.dumps(found.to_json(), indent=2, ensure_ascii=False), file=out)
     else:
         out.write(render(found, name))
     return EXIT_CAUSE if found.failed else EXIT_NO_FAILURE
+
+
+def _from_log(path: str) -> tuple[Diagnosis, str]:
+    name = "standard input" if path == "-" else path
+    with _opened(path) as stream:
+        try:
+            if b"\x00" in stream.peek(_SNIFF)[:_SNIFF]:
+                # A log has no NUL bytes: an archive, an image, a device like /dev/zero.
+                raise InputError(name, "is not a text log (it holds binary data)")
+            return diagnose(batches(stream)), name
+        except (OSError, EOFError) as e:  # a read failed half-way, a gzip cut short
+            raise InputError(name, f"cannot be read: {getattr(e, 'strerror', None) or e}") from None
+
+
+def _from_pod(args: argparse.Namespace) -> tuple[Diagnosis, str]:
+    source = PodSource(args.pod, args.kubeconfig, args.context, args.namespace)
+    with source.read(args.container) as (side, log):
+        name = f"pod {side.namespace}/{side.name}"
+        try:
+            lines: Iterable[list[str]] = ()
+            if log is not None:
+                # The body as it streams, never held whole: urllib3's response read as a raw
+                # stream, left open at its end for the buffer's last read.
+                log.auto_close = False
+                lines = batches(io.BufferedReader(log))
+            found = diagnose(lines)
+        except (OSError, EOFError, ValueError) as e:  # the connection dropped mid-log
+            raise InputError(f"{name}'s log", f"cannot be read: {e}") from None
+    return with_pod(found, side), name
 
 
 @contextmanager
@@ -98,33 +140,3 @@ def _decompressed(raw: BinaryIO) -> io.BufferedReader:
     if buffered.peek(2)[:2] == _GZIP_MAGIC:
         return io.BufferedReader(cast(Any, gzip.GzipFile(fileobj=buffered)))
     return buffered
-
-
-def render(d: Diagnosis, name: str) -> str:
-    """The diagnosis as the run record prints a run: its verdict, then what to do."""
-    out = [" rlark-acceptance diagnosis ".center(_WIDTH, "=")]
-    c = d.cause
-    if c is None:
-        out.append(f"verdict: no failure  ({name}: {d.lines} lines, no error line)")
-        return "\n".join(out) + "\n"
-    actor = c.actor or "the driver"
-    where = f"first cause at log line {c.line + 1} of {d.lines}, in {actor}"
-    out.append(f"verdict: failed  {where}  ({name})")
-    out.append(f'  "{c.quote}"')
-    if c.kind is not None:
-        out.append(f"class: {c.kind.id} — {c.kind.title}")
-        out.append(f"  → {c.kind.remedy}")
-    else:
-        out.append("class: none of the known classes fits; the line above is the log's first error")
-    assert d.check is not None
-    check = BY_ID[d.check]
-    out.append(f"check: {check.id} ({check.says}): {d.stood()}")
-    out.append(f"  → {check.remedy}")
-    if d.fix_at is not None and d.fix_at != d.check:
-        fix = BY_ID[d.fix_at]
-        out.append(f"fixed at: {fix.id} ({fix.says})")
-        out.append(f"  → {fix.remedy}")
-    if c.mount_path:
-        out.append(f"path: {c.mount_path}")
-    out.append(f"knock-ons passed over: {c.knock_ons}")
-    return "\n".join(out) + "\n"

@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from rlark_acceptance.diagnose.pod import NEVER_RAN, PodFinding, PodSide
 from rlark_acceptance.model.doc_checks import BY_ID, CheckId
 from rlark_acceptance.model.training import DEFAULT_STEP_PATTERN
 from rlark_acceptance.rlinf import failures as f
@@ -50,6 +51,10 @@ FIX_AT: dict[str, str] = {
     f.TRAINING_DIVERGED.id: CheckId.METRICS_REAL,
     f.WORKER_DISRUPTED.id: CheckId.ONE_POD_ON_NODE,
     f.CONTAINER_RUNTIME_LOST.id: CheckId.ONE_POD_ON_NODE,
+    f.WORKER_OOM_KILLED.id: CheckId.MULTI_NODE_REDIRECT,
+    f.IMAGE_PULL_FAILED.id: CheckId.IMAGE_PULLABLE,
+    f.VOLUME_MOUNT_FAILED.id: CheckId.ONE_NODE_PROVIDES_ALL,  # mounts the one node can reach
+    f.UNSCHEDULABLE.id: CheckId.ONE_NODE_SELECTED,
 }
 
 _RAY_STARTED = "Ray runtime started"
@@ -70,17 +75,23 @@ class Diagnosis:
     ray_cli: int | None = None  # 0-based lines of what the run reached, for ``stood``
     ray_started: int | None = None
     progress: int | None = None
+    pod: PodSide | None = None  # ``--pod``: what its status and events said
+    pod_cause: PodFinding | None = None  # what the Pod said, where it names the cause
 
     @property
     def failed(self) -> bool:
-        return self.cause is not None
+        return self.cause is not None or self.pod_cause is not None
 
     @property
     def kind(self) -> FailureClass | None:
+        if self.pod_cause is not None:
+            return self.pod_cause.kind
         return self.cause.kind if self.cause is not None else None
 
     def stood(self) -> str:
         """Where the run stood when it failed, in the page's words."""
+        if self.pod_cause is not None and self.pod_cause.kind.id in NEVER_RAN:
+            return "the Worker's container never ran"
         if self.check == CheckId.RAY_HEAD_STARTED:
             return "Ray's start-up began and never said the Ray head started"
         if self.check == CheckId.STEPS_ADVANCE:
@@ -91,12 +102,24 @@ class Diagnosis:
     def to_json(self) -> dict[str, Any]:
         c = self.cause
         kind = self.kind
-        return {
-            "failed": c is not None,
-            "lines": self.lines,
-            "firstCause": None
+        log_cause = (
+            None
             if c is None
-            else {"line": c.line + 1, "text": c.quote, "actor": c.actor, "path": c.mount_path},
+            else {"line": c.line + 1, "text": c.quote, "actor": c.actor, "path": c.mount_path}
+        )
+        first = log_cause
+        if self.pod_cause is not None and self.pod is not None:
+            first = {
+                "line": None,
+                "text": self.pod_cause.text,
+                "actor": f"pod/{self.pod.name}",
+                "path": None,
+                "source": "pod",
+            }
+        out: dict[str, Any] = {
+            "failed": self.failed,
+            "lines": self.lines,
+            "firstCause": first,
             "class": kind.id if kind is not None else None,
             "title": kind.title if kind is not None else None,
             "remedy": kind.remedy if kind is not None else None,
@@ -106,6 +129,10 @@ class Diagnosis:
             "fixAtRemedy": BY_ID[self.fix_at].remedy if self.fix_at else None,
             "knockOns": c.knock_ons if c is not None else 0,
         }
+        if self.pod is not None:
+            out["pod"] = self.pod.to_json()
+            out["logCause"] = log_cause
+        return out
 
 
 class _Stages:
@@ -136,21 +163,40 @@ def diagnose(batches: Iterable[Sequence[str]]) -> Diagnosis:
         stages.feed(lines, n)
         n += len(lines)
     cause = tracker.cause
-    check = None if cause is None else _check(cause, stages)
-    fix_at = None
-    if cause is not None and cause.kind is not None:
-        fix_at = FIX_AT.get(cause.kind.id)
-    return Diagnosis(n, cause, check, fix_at, stages.ray_cli, stages.ray_started, stages.progress)
+    d = Diagnosis(n, cause, None, None, stages.ray_cli, stages.ray_started, stages.progress)
+    if cause is None:
+        return d
+    kind = cause.kind
+    return replace(d, check=_check(d, kind, cause.line), fix_at=_fix_at(kind))
 
 
-def _check(cause: Cause, stages: _Stages) -> str:
+def with_pod(d: Diagnosis, side: PodSide) -> Diagnosis:
+    """``d`` with what the Pod says. The Pod names the cause where its log cannot: it never
+    ran, the cluster took it away (what it printed then is how it was stopped), or its log
+    shows no error but knock-ons (an actor's process killed without Python's output)."""
+    d = replace(d, pod=side)
+    first = side.findings[0] if side.findings else None
+    if first is None:
+        return d
+    log_error = d.cause is not None and d.cause.kind is not f.ACTOR_KILLED
+    if log_error and side.ran and first.kind is not f.WORKER_DISRUPTED:
+        return d  # the log's own first error stays the cause; the Pod's findings are added
+    check = NEVER_RAN.get(first.kind.id) or _check(d, first.kind, d.lines)
+    return replace(d, pod_cause=first, check=check, fix_at=_fix_at(first.kind))
+
+
+def _fix_at(kind: FailureClass | None) -> str | None:
+    return FIX_AT.get(kind.id) if kind is not None else None
+
+
+def _check(d: Diagnosis, kind: FailureClass | None, line: int) -> str:
+    """The check a run fails at whose first cause is at log line ``line`` (0-based)."""
+
     def before(mark: int | None) -> bool:
-        return mark is not None and mark < cause.line
+        return mark is not None and mark < line
 
-    if cause.kind is f.RAY_START_TIMEOUT or (
-        before(stages.ray_cli) and not before(stages.ray_started)
-    ):
+    if kind is f.RAY_START_TIMEOUT or (before(d.ray_cli) and not before(d.ray_started)):
         return CheckId.RAY_HEAD_STARTED
-    if before(stages.progress):
+    if before(d.progress):
         return CheckId.STEPS_ADVANCE
     return CheckId.PROGRESS_LOGGED

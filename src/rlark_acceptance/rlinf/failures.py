@@ -230,6 +230,36 @@ HARNESS_REMOVED = FailureClass(
     "state directory).",
 )
 
+# What the Pod's status and events say where its log cannot (``diagnose --pod``): the
+# container never ran, or the kernel killed it without Python's output.
+WORKER_OOM_KILLED = FailureClass(
+    "worker-oom-killed",
+    "The Worker's container was killed for memory (OOMKilled)",
+    "The container went past its memory limit and the kernel killed it (exit 137), so its "
+    "log ends in knock-ons with no Python error: raise the Worker's memory limit, or hold "
+    "less in RAM (fewer envs, a smaller replay buffer, no CPU offload).",
+)
+IMAGE_PULL_FAILED = FailureClass(
+    "image-pull-failed",
+    "The node could not pull the Worker's image",
+    "Check the image reference (registry, repository, tag or digest) against the registry, "
+    "that the node reaches the registry, and the pull secret the namespace gives the Pod.",
+)
+VOLUME_MOUNT_FAILED = FailureClass(
+    "volume-mount-failed",
+    "A volume of the Worker could not be mounted",
+    "The kubelet could not mount a volume the Job names (its event says which and why): "
+    "check that the claim, secret or config map exists in the Job's namespace, that the "
+    "storage's driver runs on the node, and that the node reaches the store.",
+)
+UNSCHEDULABLE = FailureClass(
+    "unschedulable",
+    "No node could take the Worker's Pod",
+    "The scheduler's message says what was missing on each node: narrow or fix the node "
+    "selection, and request no more GPUs, CPU or memory than the selected node can allocate.",
+)
+POD_CLASSES = (WORKER_OOM_KILLED, IMAGE_PULL_FAILED, VOLUME_MOUNT_FAILED, UNSCHEDULABLE)
+
 # Most specific first: an I/O error on a checkpoint path is the store's, not the resume
 # path's; an ImportError about EGL is rendering, not the rollout backend; a worker Ray
 # killed for memory is the memory's fault, not a knock-on.
@@ -681,6 +711,7 @@ _BY_ID = {
         CONTAINER_RUNTIME_LOST,
         OUTPUTS_REMOVED,
         HARNESS_REMOVED,
+        *POD_CLASSES,
     )
 }
 # How a failure's message names the class of its first error (``observed.cause_text``:

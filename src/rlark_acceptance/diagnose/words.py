@@ -1,0 +1,84 @@
+"""A diagnosis in words, as the run record prints a run: its verdict, then what to do."""
+
+from __future__ import annotations
+
+from rlark_acceptance.diagnose.diagnosis import Diagnosis
+from rlark_acceptance.diagnose.pod import PodSide
+from rlark_acceptance.model.doc_checks import BY_ID
+from rlark_acceptance.rlinf.failures import FailureClass
+
+WIDTH = 80
+
+
+def render(d: Diagnosis, name: str) -> str:
+    """The diagnosis as the run record prints a run: its verdict, then what to do."""
+    out = [" rlark-acceptance diagnosis ".center(WIDTH, "=")]
+    c, p = d.cause, d.pod_cause
+    if not d.failed:
+        out.append(f"verdict: no failure  ({name}: {d.lines} log lines, no error line)")
+        return _joined([*out, *_pod(d.pod)])
+    if p is not None:
+        out.append(
+            f"verdict: failed  first cause in the Pod's status and events: {p.reason}  ({name})"
+        )
+        out.append(f'  "{p.text}"')
+    else:
+        assert c is not None
+        where = f"first cause at log line {c.line + 1} of {d.lines}, in {c.actor or 'the driver'}"
+        out.append(f"verdict: failed  {where}  ({name})")
+        out.append(f'  "{c.quote}"')
+    out += _class(d.kind)
+    assert d.check is not None
+    check = BY_ID[d.check]
+    out += [f"check: {check.id} ({check.says}): {d.stood()}", f"  → {check.remedy}"]
+    if d.fix_at is not None and d.fix_at != d.check:
+        fix = BY_ID[d.fix_at]
+        out += [f"fixed at: {fix.id} ({fix.says})", f"  → {fix.remedy}"]
+    if c is not None:
+        if c.mount_path:
+            out.append(f"path: {c.mount_path}")
+        if p is not None:
+            actor = c.actor or "the driver"
+            out.append(f'the log\'s first error: log line {c.line + 1}, in {actor}: "{c.quote}"')
+        out.append(f"knock-ons passed over: {c.knock_ons}")
+    return _joined([*out, *_pod(d.pod, p.reason if p is not None else None)])
+
+
+def _class(kind: FailureClass | None) -> list[str]:
+    if kind is None:
+        return ["class: none of the known classes fits; the line above is the log's first error"]
+    return [f"class: {kind.id} — {kind.title}", f"  → {kind.remedy}"]
+
+
+def _pod(side: PodSide | None, named: str | None = None) -> list[str]:
+    """What the Pod's status and Warning events said, and what it adds beyond the cause."""
+    if side is None:
+        return []
+    s = side.status
+    state = ", ".join(
+        str(x)
+        for x in (
+            s.phase,
+            s.reason,
+            f"exit code {s.exit_code}" if s.exit_code is not None else None,
+            f"restarts {s.restarts}",
+        )
+        if x
+    )
+    read = f"the log of container {side.container}" if side.container else "no container"
+    if not side.ran:
+        read = "no log: its container never ran"
+    elif side.previous:
+        read += ", its run before the restart"
+    out = [f"pod: {side.namespace}/{side.name} on node {s.node or 'none'}: {state} ({read})"]
+    out += [
+        f"  the Pod adds: {x.reason} [{x.kind.id}]: {x.text}"
+        for x in side.findings
+        if x.reason != named
+    ]
+    out += [f"  Warning {e.reason}: {e.message}" for e in side.events[-5:]]
+    return out
+
+
+def _joined(lines: list[str]) -> str:
+    return "\n".join(lines) + "\n"
