@@ -162,6 +162,16 @@ def test_a_usage_error_exits_2() -> None:
     assert run("a.log", "b.log").returncode == 2
 
 
+def test_no_log_at_a_terminal_is_a_usage_error_not_a_wait(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
+    assert main(["diagnose"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "rlark-acceptance: diagnose: no log: give a file, pipe one in, or --pod NAME"
+    )
+
+
 def test_a_gzip_log_is_read_as_its_text(tmp_path: Path) -> None:
     e = load(CONSTRUCTED[0])
     log = tmp_path / "worker.log.gz"

@@ -80,6 +80,9 @@ def main(args: argparse.Namespace, out: TextIO | None = None) -> int:
         for flag in ("kubeconfig", "context", "namespace", "container"):
             if getattr(args, flag) is not None:
                 raise InputError(f"--{flag}", "reads a Pod: give --pod NAME with it")
+        if args.log is None and sys.stdin.isatty():
+            # Nothing piped in: a prompt waiting for a log nobody types is no answer.
+            raise InputError("diagnose", "no log: give a file, pipe one in, or --pod NAME")
         found, name = _from_log(args.log or "-")
     out = out or sys.stdout
     if args.json:
