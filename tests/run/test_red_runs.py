@@ -510,6 +510,10 @@ def test_the_whole_suite_on_a_profile_whose_first_signal_never_appears(tmp_path:
     assert failed_lines and "(self-check)" not in failed_lines[0], tail
     assert f"{len(self_checks['inconclusive'])} inconclusive" in tail.splitlines()[-1], tail
     assert "INCONCLUSIVE [" in run.output
+    letters = progress_letters(run.output)
+    assert letters.count("F") == 1, f"one failure, the profile's, in {letters!r}"
+    assert letters.count("i") == len(self_checks["inconclusive"]), letters
+    assert_no_repr(run)
     assert "Traceback" not in run.output and "_pytest" not in run.output, "a check's traceback"
 
     # JUnit: failures only for the profile's scenario; the inconclusive ones are skipped.
