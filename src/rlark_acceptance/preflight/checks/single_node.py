@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from rlark_acceptance.model.doc_checks import CheckId
-from rlark_acceptance.model.findings import Finding, error, info
+from rlark_acceptance.model.findings import Finding, Location, error, info
+from rlark_acceptance.model.job import Job, Role
 from rlark_acceptance.preflight.checks.base import Context, check, is_count
 
 RESOURCE_FIELDS = ("cpu", "memory", "shm")
@@ -51,7 +52,7 @@ def one_node_provides_all(ctx: Context) -> Iterator[Finding]:
             f"roles target {len(clusters)} clusters: {', '.join(sorted(clusters))}",
             job.loc("spec", "roles"),
         )
-    workers = sum(r.replicas for r in job.roles if is_count(r.replicas))
+    workers = _workers(job)
     if workers > 1:
         yield error(
             CheckId.ONE_NODE_PROVIDES_ALL,
@@ -97,13 +98,32 @@ def one_image_one_env(ctx: Context) -> Iterator[Finding]:
 def redirect_to_multi_node(ctx: Context) -> Iterator[Finding]:
     reasons = redirect_reasons(ctx)
     if reasons:
-        r = ctx.the_rlinf
         yield error(
             CheckId.MULTI_NODE_REDIRECT,
             "redirect-multi-node",
             "use 规划多节点和异构 Worker, not this page: " + ", ".join(reasons),
-            r.location("cluster"),
+            _redirect_location(ctx),
         )
+
+
+def _redirect_location(ctx: Context) -> Location:
+    """Where the first reason is written, which is what to change: the line that sets
+    cluster.num_nodes (an override's own, in the run script or the profile, when one set
+    it) or declares the node groups; else the Job's roles, or the role's resources."""
+    r = ctx.the_rlinf
+    if r.num_nodes is not None and r.num_nodes > 1:
+        return r.location("cluster.num_nodes")
+    if len(r.cluster.node_groups) > 1:
+        return r.location("cluster.node_groups")
+    job = ctx.job
+    if job is not None and job.roles:
+        workers = _workers(job)
+        if len(job.roles) > 1 or workers > 1:
+            return job.loc("spec", "roles")
+        for role in job.roles:
+            if _resource_reasons(role):
+                return role.loc("resources")
+    return r.location("cluster")
 
 
 def redirect_reasons(ctx: Context) -> list[str]:
@@ -118,15 +138,25 @@ def redirect_reasons(ctx: Context) -> list[str]:
             images = {r.image for r in job.roles}
             if len(images) > 1:
                 reasons.append(f"images={len(images)}")
-        workers = sum(r.replicas for r in job.roles if is_count(r.replicas))
+        workers = _workers(job)
         if workers > 1:
             reasons.append(f"workers={workers}")
         for role in job.roles:
-            if isinstance(role.resources, dict):
-                for key in role.resources:
-                    if any(f in str(key).lower() for f in RESOURCE_FIELDS):
-                        reasons.append(f"resources.{key}")
+            reasons += _resource_reasons(role)
     return reasons
+
+
+def _workers(job: Job) -> int:
+    """The Workers the Job creates: one per replica of each role."""
+    return sum(r.replicas for r in job.roles if is_count(r.replicas))
+
+
+def _resource_reasons(role: Role) -> list[str]:
+    """CPU, memory and /dev/shm requests: the multi-node guide's, not this page's."""
+    if not isinstance(role.resources, dict):
+        return []
+    fields = [str(k) for k in role.resources]
+    return [f"resources.{k}" for k in fields if any(f in k.lower() for f in RESOURCE_FIELDS)]
 
 
 @check(CheckId.REAL_ROBOT_SAFETY, needs=("rlinf",))
