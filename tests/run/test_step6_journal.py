@@ -198,3 +198,45 @@ def test_a_handed_on_run_of_its_own_location_is_looked_at_until_nothing_is_left(
         assert sweep(store) == ["events.out.tfevents.1"]
     assert sweep(store) == [] and not list(state.glob("*.json")), "nothing more: it goes"
     assert (store.root / "earlier-run.bin").exists()
+
+
+# A run of the same profile started with the user's HOME seen through an overlay (as
+# test_users_machine.py runs the suite): the journals of this machine's live runs reach it
+# through the overlay's lower layer, but a flock taken on the real file is not one on the
+# overlay's, so their locks look free from there.
+OVERLAID_SWEEP = """
+state=$1 layer=$2; shift 2
+mkdir -p "$layer/upper" "$layer/work"
+mount -t overlay overlay -o "lowerdir=$state,upperdir=$layer/upper,workdir=$layer/work" "$state"
+exec "$@"
+"""
+SWEEP = textwrap.dedent("""
+    import sys
+    from rlark_acceptance.run.step6.journal import identity, sweep_dead_runs
+    from rlark_acceptance.run.step6.location import Location
+    from rlark_acceptance.storage import FileStore, snapshot
+
+    root = sys.argv[1]
+    def locate_run(run_id):
+        own = FileStore(f"{root}/{run_id}")
+        return Location(own, "", snapshot(own, ""))
+    print(sweep_dead_runs(identity(Location(FileStore(root), "")), locate_run, by="overlaid"))
+    """)
+
+
+def test_a_live_run_seen_through_an_overlay_of_the_state_directory_is_not_swept(
+    state: Path, store: FileStore, runs: Callable[[str], subprocess.Popen[str]], tmp_path: Path
+) -> None:
+    """Its lock looks free from inside the overlay (the kernel locks the overlay's file, not
+    the real one); its process is alive, so it is not over, and its checkpoint stays. Before
+    liveness asked the process, this sweep removed a live run's checkpoint."""
+    runs("run-live")
+    layer = tmp_path / "layer"
+    layer.mkdir()
+    out = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", OVERLAID_SWEEP,
+         "sh", str(state), str(layer), sys.executable, "-c", SWEEP, str(store.root)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+    assert (store.root / "run-live" / "global_step_1.bin").exists()
