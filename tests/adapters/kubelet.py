@@ -9,7 +9,11 @@ characters in partial ones. The kubelet rotates it at its size checks (every 10 
   before that second skipped), and stamps an entry only where a line begins;
 - a follow that waits at its file's end when that file is rotated goes on into the new one;
   one that reaches the end of a file rotated meanwhile waits there for the next rotation,
-  then goes on into the file current then (the files between are skipped);
+  then goes on into the file current then (the files between are skipped). (The kubelet's
+  follow watches the log's folder from its first wait at a file's end on: one that waited
+  so before the rotation finds the new file's creation queued when it reaches its file's
+  end, and goes on at once into the file current then, the files between skipped all the
+  same. The stand-in has only the first kind.)
 - a follow at its file's end once the container is over is ended, and so is a read that is
   not a follow, at its file's end;
 - ``limitBytes``: the current file's first line.
@@ -63,11 +67,12 @@ EPOCH = T0.timestamp()
 MAX = 6  # characters of an entry: a longer line is stored in partial entries
 ROTATION_CHECK = 10.0  # the kubelet's containerLogMonitorInterval
 TICK = 0.25  # as the observer's
-# A file is rotated only once its first line has been in it this long: the probes (a second
-# apart, answered within two) see every file's first line. A file filled past
-# containerLogMaxSize within less (a Worker silent, then writing over 10 MiB in 3 s, while
-# the follow waits at the end of a file rotated before it got there) can be rotated away
-# unseen: the harness cannot tell that from a silence (docs/explanation/kubernetes.md).
+# A file is rotated only once its first line has been in it this long (the log machine's
+# premise, ``logfiles.EMPTY_SEEN_SECONDS``): a file the probes saw empty is seen again with
+# its first line if their answers come closer than this, and otherwise said as maybe lost.
+# (The probes once came up to 3.25 s apart here, a second after an answer at the next tick,
+# answered within two: a file seen empty, filled and rotated between two answers was lost
+# without a word, the world named in the property test.)
 FILLED = 3.0
 # A stream with entries to serve is served within this long, whatever else is served: the
 # kubelet and the API server serve each stream on its own. (Held off a loaded machine's CPU,
@@ -106,6 +111,32 @@ class World:
     busy: list[float]  # seconds the consumer is busy after each of its first puts
     seed: int
     over_after: float = 0.5  # the Pod watch tells the Worker over this long after its end
+
+
+# What a world is drawn from (the property test's strategy and ``random_world`` alike): a
+# line's length past its number (none, one entry, two and three entries, more), the seconds
+# before each line, an outage's length, a busy spell of the consumer.
+LENGTHS = (0, 1, MAX, 2 * MAX + 1, 4 * MAX)
+GAPS = (0.0, 0.001, 0.05, 0.3, 1.0, 3.0, 12.0)
+OUTAGE_SECONDS = (0.5, 2.0, 8.0, 12.0, 25.0)
+BUSY_SECONDS = (0.0, 0.5, 3.0, 15.0, 40.0)
+
+
+def random_world(rng: random.Random, *, api_up: bool = False) -> World:
+    """A world drawn as the property test draws one, from ``rng`` (a longer exploration than
+    the test's, ``bench/log_worlds.py``); ``api_up``: no outage, no restart."""
+    n = rng.randint(1, 40)
+    outages = [(rng.uniform(0, 60), rng.choice(OUTAGE_SECONDS)) for _ in range(rng.randint(0, 2))]
+    restarts = [rng.uniform(0, 60) for _ in range(rng.randint(0, 2))]
+    return World(
+        texts=[f"{i}:" + "x" * rng.choice(LENGTHS) for i in range(n)],
+        gaps=[rng.choice(GAPS) for _ in range(n)],
+        max_entries=rng.randint(2, 8),
+        outages=[] if api_up else outages,
+        restarts=[] if api_up else restarts,
+        busy=[rng.choice(BUSY_SECONDS) for _ in range(rng.randint(0, 3))],
+        seed=rng.randint(0, 2**32 - 1),
+    )
 
 
 @dataclass

@@ -20,7 +20,16 @@ from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from rlark_acceptance.adapters.kubernetes import logcursor
-from tests.adapters.kubelet import MAX, Sim, World, unaccounted
+from tests.adapters.kubelet import (
+    BUSY_SECONDS,
+    GAPS,
+    LENGTHS,
+    MAX,
+    OUTAGE_SECONDS,
+    Sim,
+    World,
+    unaccounted,
+)
 
 # The stand-in's files are a few entries, not containerLogMaxSize's 10 MiB: a follow's jump
 # of the stamps counts once it has read as large a part of a file as it would on a node.
@@ -30,17 +39,11 @@ SKIP_AFTER_BYTES = 3 * MAX
 @st.composite
 def worlds(draw: st.DrawFn) -> World:
     n = draw(st.integers(1, 40))
-    texts = [
-        f"{i}:" + "x" * draw(st.sampled_from([0, 1, MAX, 2 * MAX + 1, 4 * MAX])) for i in range(n)
-    ]
-    gaps = draw(
-        st.lists(st.sampled_from([0.0, 0.001, 0.05, 0.3, 1.0, 3.0, 12.0]), min_size=n, max_size=n)
-    )
+    texts = [f"{i}:" + "x" * draw(st.sampled_from(LENGTHS)) for i in range(n)]
+    gaps = draw(st.lists(st.sampled_from(GAPS), min_size=n, max_size=n))
     outages = draw(
         st.lists(
-            st.tuples(
-                st.floats(0, 60, allow_nan=False), st.sampled_from([0.5, 2.0, 8.0, 12.0, 25.0])
-            ),
+            st.tuples(st.floats(0, 60, allow_nan=False), st.sampled_from(OUTAGE_SECONDS)),
             max_size=2,
         )
     )
@@ -50,7 +53,7 @@ def worlds(draw: st.DrawFn) -> World:
         max_entries=draw(st.integers(2, 8)),
         outages=outages,
         restarts=draw(st.lists(st.floats(0, 60, allow_nan=False), max_size=2)),
-        busy=draw(st.lists(st.sampled_from([0.0, 0.5, 3.0, 15.0, 40.0]), max_size=3)),
+        busy=draw(st.lists(st.sampled_from(BUSY_SECONDS), max_size=3)),
         seed=draw(st.integers(0, 2**32 - 1)),
     )
 
@@ -75,11 +78,21 @@ def _scaled(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(logcursor, "SKIP_AFTER_BYTES", SKIP_AFTER_BYTES)
 
 
-@settings(
-    max_examples=10_000,
+# Every run draws the same worlds (``derandomize``: seeded from the test's own code, for one
+# version of Hypothesis), so a red CI run is the change's, never a world met by chance, and
+# green stays green on a rerun. New worlds are looked for by ``bench/log_worlds.py``; each
+# world that ever broke the promise is an ``@example`` below, which Hypothesis runs before
+# the drawn ones. (Its example database cannot be combined with ``derandomize``, and what it
+# keeps are undocumented bytes that a change of the strategy makes stale without a word; an
+# ``@example`` says what it is.)
+DETERMINISTIC = settings(
+    derandomize=True,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
+
+
+@settings(DETERMINISTIC, max_examples=10_000)
 @given(worlds())
 # A follow waits at the end of a file rotated before it got there while the Worker is silent
 # (it is not behind), then the Worker fills the current file: it is asked for all the same.
@@ -159,15 +172,27 @@ def _scaled(monkeypatch: pytest.MonkeyPatch) -> None:
         seed=0,
     )
 )
+# The follow is held 40 s by its consumer while the kubelet rotates its file away; the next
+# file, seen empty by every probe, gets its lines 7 s later and is rotated 3 s after that,
+# between two probes' answers (the one sent at 28 s answered just after the rotation at 30 s).
+# Its lines were lost without a word; now an empty file is asked for again within 0.5 s and
+# read, and where the answers came too far apart, the lines are said lost.
+@example(
+    World(
+        texts=[f"{i}:" for i in range(6)],
+        gaps=[3.0, 12.0, 12.0, 0.0, 0.0, 12.0],
+        max_entries=2,
+        outages=[],
+        restarts=[],
+        busy=[40.0],
+        seed=194788,
+    )
+)
 def test_every_line_is_put_once_in_order_or_said_lost(world: World) -> None:
     promise(world)
 
 
-@settings(
-    max_examples=2_000,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@settings(DETERMINISTIC, max_examples=2_000)
 @given(worlds().map(lambda w: replace(w, outages=[], restarts=[])))
 def test_with_the_api_server_up_every_line_is_put_and_none_said_lost(world: World) -> None:
     """Rotations, long lines and a busy consumer, the API server always up: every line is

@@ -171,6 +171,36 @@ def test_a_jump_of_the_stamps_is_a_skipped_file_unless_probes_saw_every_file() -
     assert not chain.watched(gap)
 
 
+def test_a_file_seen_empty_is_seen_unless_answers_came_too_far_apart_after_it() -> None:
+    """A file a probe sees empty has no reader: if it gets its lines and is rotated before
+    the next answer, no one reads them. Answers more than ``EMPTY_SEEN_SECONDS`` apart after
+    it leave room for that, unless the kubelet cannot have rotated meanwhile (its rotations
+    are ``ROTATED_APART_SECONDS`` apart, and one came after the last file seen with lines)."""
+    now = time.time()
+    gap = Gap(stamp(now - 30), stamp(now - 2), jump=True)
+
+    def watched(lined: list[float], empty: list[tuple[float, float]]) -> bool:
+        chain = Chain()
+        probes = [(now + t, now + t + 0.1) for t in lined]
+        empties = [(now + sent, now + answered) for sent, answered in empty]
+        chain.probed.extend(sorted(probes + empties, key=lambda p: p[1]))
+        chain.empty.extend(empties)
+        return chain.watched(gap)
+
+    # The file with lines seen up to 18 s before the end, then seen empty every second: the
+    # empty one was seen throughout.
+    every = [(-17 + i + 0.0, -17 + i + 0.5) for i in range(15)]
+    assert watched([-31 + i for i in range(14)], every)
+    # One answer 3.5 s after the one that saw the file empty, 12 s after the rotation was
+    # known to be possible: the empty file may have been filled and rotated in between.
+    holed = [p for p in every if not -9 <= p[0] <= -7]
+    assert not watched([-31 + i for i in range(14)], holed)
+    # A hole as long, 4 s after the one that saw the file empty, but within 10 s of the last
+    # file seen with lines: the kubelet cannot have rotated the empty file in it.
+    early = [(-13.0, -12.5)] + [(-9 + i + 0.0, -8.5 + i) for i in range(7)]
+    assert watched([-31 + i for i in range(18)], early)
+
+
 def rotated_once() -> tuple[Ticks, Chain, Segment, Segment]:
     """The follow has a line of the first file, the second file's reader one of its own,
     both taken now."""

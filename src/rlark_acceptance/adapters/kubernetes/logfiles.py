@@ -29,12 +29,24 @@ from rlark_acceptance.adapters.kubernetes.logspool import Spool, Spools
 # While the follow is behind, the current file's first line is asked for this often: well
 # inside the kubelet's 10 s between size checks, so no file is rotated past unseen.
 PROBE_SECONDS = 1.0
+# ... and this often while the current file is seen empty (below).
+EMPTY_PROBE_SECONDS = 0.5
+# A file seen empty by a probe gets no reader, and the kubelet rotates it once it is past
+# containerLogMaxSize, which a loud Worker fills in seconds. Its lines are read only if a
+# later probe sees it with a line: one answered at most this long after the probe that saw
+# it empty. Further apart, a file seen empty may have got its lines and been rotated between
+# the two answers, unread (the harness's premise: no file is filled and rotated within this
+# long of its first line).
+EMPTY_SEEN_SECONDS = 3.0
 # A follow whose lines arrive this long after they were stamped is behind the Worker.
 BEHIND_SECONDS = 2.0
 # ... and has delivered within this long: a Worker that has fallen silent is not one to
 # chase. Long enough that a reader held off a loaded machine's CPU for seconds, behind by
 # files, is still chased: then, above all, a file must not be rotated past unseen.
 ARRIVING_SECONDS = 10.0
+# The kubelet's size checks, and so its rotations of one log, are at least this far apart
+# (containerLogMonitorInterval, counted from the end of the last check).
+ROTATED_APART_SECONDS = 10.0
 # Probes at most this far apart see every file. The kubelet rotates a log only at its size
 # checks (containerLogMonitorInterval, 10 s, counted from the end of the last check), so a
 # file stays current for at least 10 s; 3 s spare for the node's clock, which stamps the
@@ -156,6 +168,9 @@ class Chain:
         self.probed: deque[tuple[float, float]] = deque(maxlen=PROBES_KEPT)
         # ... and unanswered (the API server or the kubelet down): when each was sent.
         self.unanswered: deque[float] = deque(maxlen=PROBES_KEPT)
+        # ... and of ``probed``, those that found the current file empty.
+        self.empty: deque[tuple[float, float]] = deque(maxlen=PROBES_KEPT)
+        self.kept_up = float("-inf")  # the last line the newest reader took as it was written
 
     @property
     def head(self) -> Segment:
@@ -193,7 +208,10 @@ class Chain:
         file was seen then, as a probe sees it (``watched``; noted twice a second at most)."""
         wall = self.clock.wall()
         fresh = wall - (last[0] + last[1] / 1e9) < BEHIND_SECONDS
-        if fresh and (not self.probed or wall - self.probed[-1][1] >= 0.5):
+        # (Apart from the probes': a probe's answer just before must not hide that the file
+        # it saw empty has lines now, ``_filled_unseen``.)
+        if fresh and wall - self.kept_up >= 0.5:
+            self.kept_up = wall
             self.probed.append((wall, wall))
 
     def behind(self) -> bool:
@@ -325,7 +343,9 @@ class Chain:
 
         A probe left unanswered in between makes it unseen: a file seen empty before it (a
         Worker silent since the rotation) may have got its lines and been rotated while the
-        API server was down, though it was current for 10 s."""
+        API server was down, though it was current for 10 s. So does a probe that saw the
+        current file empty with no answer for ``EMPTY_SEEN_SECONDS`` after it: seen empty,
+        that file had no reader, and it may have been filled and rotated before the next."""
         try:
             a, b = stamp_key(gap.after), stamp_key(gap.before)
         except ValueError:
@@ -334,12 +354,41 @@ class Chain:
         if any(start <= sent <= stop for sent in self.unanswered):
             return False
         probes = sorted(p for p in self.probed if start <= p[1] and p[0] <= stop)
+        if self._filled_unseen(start, stop):
+            return False
         latest = start  # the latest moment a file was last seen, at the earliest
         for sent, answered in probes:
             if answered - latest > WATCH_GAP_SECONDS:
                 return False
             latest = max(latest, sent)
         return stop - latest <= WATCH_GAP_SECONDS
+
+    def _filled_unseen(self, start: float, stop: float) -> bool:
+        """Whether a file a probe saw empty between the stamps ``start`` and ``stop`` may have
+        got lines and been rotated before any later sighting: no answer came for
+        ``EMPTY_SEEN_SECONDS`` after that probe's, and a rotation was possible meanwhile.
+        The kubelet rotates a log at most every ``ROTATED_APART_SECONDS``, and the empty file
+        came at a rotation after the last sighting before of a file with lines (or after
+        ``start``, a line's stamp by the node's clock: ``WATCH_GAP_SECONDS`` spares the
+        difference), so it is rotated no sooner than that long after that sighting."""
+        empty = set(self.empty)
+        spans = sorted(p for p in empty if start <= p[1] and p[0] <= stop)
+        if not spans:
+            return False
+        answers = sorted(a for _, a in self.probed)
+        lined = sorted((a, s) for s, a in self.probed if (s, a) not in empty)
+        for sent, answered in spans:
+            at = bisect.bisect_right(answers, answered)
+            seen = min(answers[at], stop) if at < len(answers) else stop
+            if seen - answered <= EMPTY_SEEN_SECONDS:
+                continue
+            before = lined[: bisect.bisect_right(lined, (sent, float("inf")))]
+            left = max(
+                [start - (ROTATED_APART_SECONDS - WATCH_GAP_SECONDS), *(s for _, s in before)]
+            )
+            if seen > left + ROTATED_APART_SECONDS:
+                return True
+        return False
 
     def after(self, seg: Segment) -> Segment | None:
         """The segment after ``seg``; None while ``seg`` is the newest (the follow takes the

@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from rlark_acceptance.adapters.clock import Clock
 from rlark_acceptance.adapters.kubernetes.logcursor import Gap, LogCursor, since_time, stamp_key
 from rlark_acceptance.adapters.kubernetes.logfiles import (
+    EMPTY_PROBE_SECONDS,
     FILE_IDLE_SECONDS,
     FILE_SILENT_SECONDS,
     PROBE_SECONDS,
@@ -509,6 +510,8 @@ class LogMachine:
         current = ev.current
         if ev.known:
             chain.probed.append((ev.sent, ev.answered))
+            if current is None:
+                chain.empty.append((ev.sent, ev.answered))
         else:
             chain.unanswered.append(ev.sent)
         if ev.seg is not None:  # a reader at its stream's end, the Worker over
@@ -516,7 +519,11 @@ class LogMachine:
                 acts += self._add(current)
             return acts + self._settle(ev.seg)
         self.asking = False
-        self.next_probe = self.mono + (IDLE_SECONDS if self.over else PROBE_SECONDS)
+        # A file seen empty has no reader: its lines are read only if a probe sees it again
+        # with a line before the kubelet rotates it, which a loud Worker's can be within
+        # seconds of its first line. So it is asked for again sooner.
+        again = EMPTY_PROBE_SECONDS if ev.known and current is None else PROBE_SECONDS
+        self.next_probe = self.mono + (IDLE_SECONDS if self.over else again)
         head, idle = self.chain.idle()
         if self.over and not head.final and idle >= IDLE_SECONDS:
             # The container has exited, so its log is complete: the newest reader, idle on
