@@ -28,6 +28,7 @@ import yaml
 from rlark_acceptance.model.errors import InputError
 from rlark_acceptance.model.findings import Location
 from rlark_acceptance.model.keypath import KeyPath
+from rlark_acceptance.model.yamlhints import hint
 
 # RLinf's largest config is ~14 KB and a Job YAML a few KB: 2 MiB leaves room for anything
 # real while a file far beyond it is refused before it is read.
@@ -185,9 +186,13 @@ def parse_yaml(text: str, shown: str, *, require_mapping: bool = True) -> YamlDo
         root, line = _Builder(doc, text).build()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
+        if exc.context_mark and "quoted scalar" in (exc.context or ""):
+            mark = exc.context_mark  # an unclosed quote: the line that opens it
         where = f"{shown}:{mark.line + 1}" if mark else shown
         reason = exc.problem or exc.context or "malformed YAML"
-        raise InputError(where, f"malformed YAML: {reason}") from None
+        what = hint(reason, text, mark.line, mark.column) if mark else None
+        said = f"malformed YAML: {reason}" + (f"; {what}" if what else "")
+        raise InputError(where, said) from None
     except yaml.YAMLError as exc:
         raise InputError(shown, f"malformed YAML: {exc}") from None
     if line is None:
