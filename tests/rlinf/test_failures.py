@@ -117,6 +117,13 @@ LINES = {
         "ModuleNotFoundError: No module named 'vllm'",
         "ImportError: cannot import name 'Engine' from 'sglang.srt.entrypoints' (unknown)",
     ],
+    "dependency-mismatch": [
+        "ImportError: /opt/venv/lib/python3.11/site-packages/flash_attn_2_cuda.cpython-311-"
+        "x86_64-linux-gnu.so: undefined symbol: _ZN3c104cuda9SetDeviceEi",
+        "ModuleNotFoundError: No module named 'flash_attn'",
+        "RuntimeError: Failed to import transformers.models.qwen2.modeling_qwen2 because of the "
+        "following error (look up to see its traceback):",
+    ],
     "nccl": [
         "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, "
         "unhandled cuda error",
@@ -396,6 +403,71 @@ def test_hydra_errors_without_traceback() -> None:
     traced = ["Error executing job with overrides: []", *traceback_lines("KeyError: 'x'")]
     cause = first_cause(traced)
     assert cause is not None and cause.quote == "KeyError: 'x'" and cause.kind is None
+
+
+def test_a_log_cut_inside_a_wrappers_traceback_names_the_wrapped_task() -> None:
+    """A paste (or a Pod still writing) that ends in the remote frames of RLinf's wrapper,
+    before the original exception line: the log failed, and the wrapper names the task
+    (RLinf #681). A traceback cut without a wrapper names nothing to quote."""
+    wrapper = (
+        "Exception occurred while running EnvWorker's function interact: exception is "
+        "ray::EnvWorker.interact() (pid=9, ip=10.0.0.2, actor_id=ab12, repr=<EnvWorker>)"
+    )
+    frames = traceback_lines("unused", frames=3)[1:-1]
+    lines = [*NOISE, wrapper, *frames]
+    for batch in (1, 5, len(lines)):
+        tracker = FirstCause()
+        for at in range(0, len(lines), batch):
+            tracker.feed(lines[at : at + batch], at)
+        assert tracker.cause is None  # the exception line may still come
+        tracker.end()
+        cause = tracker.cause
+        assert cause is not None and (cause.line, cause.quote) == (len(NOISE), wrapper), batch
+        assert cause.kind is f.ENV_WORKER_CRASH and cause.actor == "EnvWorker"
+    bare = FirstCause()
+    bare.feed([*NOISE, *traceback_lines("unused")[:-1]], 0)
+    bare.end()
+    assert bare.cause is None
+
+
+def test_rlinfs_wrapper_whose_pid_the_user_cut_is_still_a_wrapper() -> None:
+    """RLinf #287: the user pasted the wrapper's title, then "..." for the frames left out."""
+    exc = "AttributeError: 'NoneType' object has no attribute 'play'"
+    lines = [
+        "Exception occurred while running EnvWorker's function init_worker: exception is "
+        "ray::EnvWorker.init_worker() ",
+        "...",
+        '  File "/opt/sim/envs/vec_env_base.py", line 22, in __init__',
+        "    og.sim.play()",
+        exc,
+    ]
+    cause = first_cause([*NOISE, *lines])
+    assert cause is not None and cause.quote == exc and cause.line == len(NOISE) + 4
+    assert cause.kind is f.ENV_WORKER_CRASH and cause.actor == "EnvWorker"
+
+
+@pytest.mark.parametrize("where", ["ray_utils.py:45]", "[ray_utils.py:45]"])
+def test_a_traceback_vllm_logged_line_by_line_under_its_error_prefix(where: str) -> None:
+    """vLLM's workers log a failed method's traceback through their logger, each line
+    behind ``ERROR <date> <time> <file:line>]`` (ray-project/ray #44533): the exception
+    line is the cause, not the first line saying ERROR."""
+    exc = (
+        "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1333, "
+        "internal error, NCCL version 2.18.6"
+    )
+    logged = [
+        "Error executing method init_device. This might cause deadlock.",
+        "Traceback (most recent call last):",
+        *traceback_lines(exc)[1:],
+        "ncclInternalError: x",
+    ]
+    lines = [pre("RayWorkerVllm", 7602, f"ERROR 04-07 00:57:46 {where} {x}") for x in logged]
+    cause = first_cause([*NOISE, *lines], batch=3)
+    assert cause is not None and cause.quote == exc and cause.kind is f.NCCL
+    assert cause.line == len(NOISE) + len(logged) - 2 and cause.actor == "RayWorkerVllm"
+    # Cut at the top, as pasted: the exception line is still the cause.
+    cut = first_cause(lines[3:])
+    assert cut is not None and cut.quote == exc
 
 
 def test_the_smoke_workloads_error_line() -> None:

@@ -42,6 +42,7 @@ FIX_AT: dict[str, str] = {
     f.NCCL.id: CheckId.GPUS_FIT,
     f.EGL_RENDERING.id: CheckId.IMAGE_PULLABLE,  # the image's rendering stack
     f.ROLLOUT_BACKEND_IMPORT.id: CheckId.IMAGE_PULLABLE,
+    f.DEPENDENCY_MISMATCH.id: CheckId.IMAGE_PULLABLE,  # the image's packages
     f.HYDRA_COMPOSITION.id: CheckId.START_COMMAND_KEPT,  # the run command's overrides
     f.READ_ONLY_CHECKPOINT_DIR.id: CheckId.PATHS_UNDER_MOUNTS,
     f.RESUME_PATH.id: CheckId.PATHS_UNDER_MOUNTS,
@@ -162,6 +163,7 @@ def diagnose(batches: Iterable[Sequence[str]]) -> Diagnosis:
         tracker.feed(lines, n)
         stages.feed(lines, n)
         n += len(lines)
+    tracker.end()  # a log cut inside a remote task's traceback still names its task
     cause = tracker.cause
     d = Diagnosis(n, cause, None, None, stages.ray_cli, stages.ray_started, stages.progress)
     if cause is None:

@@ -136,6 +136,18 @@ ROLLOUT_BACKEND_IMPORT = FailureClass(
     "The image lacks the rollout backend the config selects, or holds a version RLinf "
     "does not support: use RLinf's image for that backend, or select the one installed.",
 )
+# Seen in users' reports of Ray-based trainers (tests/diagnose/users/): flash-attn built
+# against another torch (``undefined symbol``), a package the image lacks, and
+# transformers' lazy import reporting either.
+DEPENDENCY_MISMATCH = FailureClass(
+    "dependency-mismatch",
+    "A Python package is missing or built for another version",
+    "The image's packages do not match what the run imports: a module is missing, or a "
+    "compiled extension (flash-attn, a CUDA kernel) was built against another torch or "
+    "CUDA (undefined symbol). Check the package the error names against the versions "
+    "RLinf pins for this config (pip show torch and the package), and use RLinf's image "
+    "for it or reinstall that package's build for the image's torch and CUDA.",
+)
 NCCL = FailureClass(
     "nccl",
     "A NCCL collective failed",
@@ -334,6 +346,15 @@ _RULES: tuple[tuple[FailureClass, re.Pattern[str]], ...] = (
         ),
     ),
     (
+        # After the rollout backend's and Hydra's (a missing vllm, a Hydra target that does
+        # not import): their remedies are more precise than this one.
+        DEPENDENCY_MISMATCH,
+        re.compile(
+            r"undefined symbol: \w|ModuleNotFoundError|No module named '"
+            r"|Failed to import [\w.]+ because of the following error"
+        ),
+    ),
+    (
         ACTOR_KILLED,
         re.compile(
             r"ActorDiedError|RayActorError|ActorUnavailableError|The actor died unexpectedly"
@@ -359,6 +380,10 @@ _ANSI = re.compile(r"\x1b\[[\d;]*[A-Za-z]")
 # only: Ray's wrapper names a task's process as ``ray::Cls.f() (pid=N, ip=A)``.
 _RUN_ON = re.compile(r"\((?:[A-Za-z_][^()\n]*?(?:\([^()\n]*\))?) pid=\d+(?:, ip=[\d.]+)?\) ")
 _REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\].*$")
+# vLLM's logger prefix on an error it logs (``ERROR 04-07 00:57:46 ray_utils.py:45] ``,
+# newer ones ``[ray_utils.py:45]``): vLLM logs a worker's whole traceback under it, one
+# prefixed line each, so the traceback is read under it as under Ray's.
+_VLLM_ERROR = re.compile(r"(?:ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d \[?[\w.]+:\d+\] ")
 
 # A Python exception line: a dotted type name, for Ray's wrapper the wrapped type in
 # parentheses, then ": message" or nothing (``KeyboardInterrupt``).
@@ -376,7 +401,9 @@ _ALONE_FATAL = re.compile(
     r"|In '[^']*': (?:Could not|.*not found)"
 )
 # A remote task's header in Ray's wrapper; the remote traceback follows it.
-_RAY_WRAPPER = re.compile(r"ray::[\w.<>]+\(\)\s*\(pid=\d+|RayTaskError\(")
+# A line that ends at the task's title is one too: a user pasting RLinf's wrapper cut the
+# ``(pid=…)`` after it and went on with "..." and the remote frames.
+_RAY_WRAPPER = re.compile(r"ray::[\w.<>]+\(\)\s*(?:\(pid=\d+|$)|RayTaskError\(")
 # The remote task a wrapper names: ``ray::MultiStepRolloutWorker.generate()``.
 _RAY_TASK = re.compile(r"ray::(?P<cls>[A-Za-z_]\w*)\.[\w<>]+\(\)")
 _ERRNO_PATH = re.compile(r"\[Errno \d+\] [^'\"\n]*?: (['\"])(?P<path>/[^'\"\n]*)\1")
@@ -451,6 +478,8 @@ def _split(line: str) -> tuple[str, str | None, str]:
         body = body[m.end() :]
     if "\x1b" in body:
         body = _ANSI.sub("", body)
+    if body.startswith(("ERROR ", "CRITICAL ")) and (m := _VLLM_ERROR.match(body)) is not None:
+        body = body[m.end() :]
     if "[repeated" in body:
         body = _REPEATED.sub("", body)
     if " pid=" in body and (run_on := _RUN_ON.search(body, 1)) is not None:
@@ -564,6 +593,14 @@ class FirstCause:
             self._offer(key, block.actor, text, index, block.wrapper or "")
         # else: an unprefixed line of some other output (a progress bar) inside the
         # driver's traceback; it is not the exception line.
+
+    def end(self) -> None:
+        """The log has ended: a Ray wrapper whose traceback it cut before the original
+        exception line (a paste, ``kubectl logs`` of a Pod still writing) is the cause, as
+        when the traceback is given up; a log that ends there did fail."""
+        for key, block in sorted(self._blocks.items(), key=lambda kb: kb[1].opened):
+            if key in self._blocks:
+                self._give_up(key, block)
 
     def _give_up(self, key: str, block: _Block) -> None:
         del self._blocks[key]
