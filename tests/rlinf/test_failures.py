@@ -408,7 +408,7 @@ def test_hydra_errors_without_traceback() -> None:
 def test_a_log_cut_inside_a_wrappers_traceback_names_the_wrapped_task() -> None:
     """A paste (or a Pod still writing) that ends in the remote frames of RLinf's wrapper,
     before the original exception line: the log failed, and the wrapper names the task
-    (RLinf #681). A traceback cut without a wrapper names nothing to quote."""
+    (RLinf #681). A traceback cut without a wrapper leaves its header to quote."""
     wrapper = (
         "Exception occurred while running EnvWorker's function interact: exception is "
         "ray::EnvWorker.interact() (pid=9, ip=10.0.0.2, actor_id=ab12, repr=<EnvWorker>)"
@@ -424,10 +424,17 @@ def test_a_log_cut_inside_a_wrappers_traceback_names_the_wrapped_task() -> None:
         cause = tracker.cause
         assert cause is not None and (cause.line, cause.quote) == (len(NOISE), wrapper), batch
         assert cause.kind is f.ENV_WORKER_CRASH and cause.actor == "EnvWorker"
+    # Cut in the driver's frames above any wrapper (lmm-r1 #49): the header says it failed.
     bare = FirstCause()
-    bare.feed([*NOISE, *traceback_lines("unused")[:-1]], 0)
-    bare.end()
+    bare.feed([*NOISE, *prefixed("Driver", 3, traceback_lines("unused")[:-1])], 0)
     assert bare.cause is None
+    bare.end()
+    assert bare.cause == Cause(len(NOISE), "Traceback (most recent call last):", "Driver", None)
+    # An error already found, or a knock-on, says more than a bare header.
+    knocked = FirstCause()
+    knocked.feed([*KNOCK_ONS[:4], *traceback_lines("unused")[:-1]], 0)
+    knocked.end()
+    assert knocked.cause is not None and knocked.cause.kind is f.ACTOR_KILLED
 
 
 def test_rlinfs_wrapper_whose_pid_the_user_cut_is_still_a_wrapper() -> None:

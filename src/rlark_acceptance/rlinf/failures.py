@@ -597,10 +597,18 @@ class FirstCause:
     def end(self) -> None:
         """The log has ended: a Ray wrapper whose traceback it cut before the original
         exception line (a paste, ``kubectl logs`` of a Pod still writing) is the cause, as
-        when the traceback is given up; a log that ends there did fail."""
-        for key, block in sorted(self._blocks.items(), key=lambda kb: kb[1].opened):
+        when the traceback is given up; a log that ends there did fail. Where no wrapper
+        and no other error came first, the header of the earliest traceback it cut is the
+        cause, of no class: the log shows a failure whose error it does not hold
+        (lmm-r1 #49, cut in the driver's frames above Ray's wrapper)."""
+        open_blocks = sorted(self._blocks.items(), key=lambda kb: kb[1].opened)
+        for key, block in open_blocks:
             if key in self._blocks:
                 self._give_up(key, block)
+        cut = [b for _, b in open_blocks if b.mode == _TB and b.wrapper is None]
+        if cut and self._cause is None and self._knock is None:
+            self._cause = Cause(cut[0].opened, f"{_TRACEBACK}:", cut[0].actor, None)
+        self._blocks.clear()
 
     def _give_up(self, key: str, block: _Block) -> None:
         del self._blocks[key]
