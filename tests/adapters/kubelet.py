@@ -308,7 +308,7 @@ class Sim:
             text.append((f"{e.stamp} " if s.new else "") + e.text + ("" if e.partial else "\n"))
             s.new = not e.partial
         batch = s.split.feed("".join(text))
-        if batch:
+        if batch or text:  # (as the observer's streams: a read of part of a line is fed)
             self.run(k, self.feed(Lines(k, batch)))
 
     def choices(self) -> list[tuple[str, int]]:

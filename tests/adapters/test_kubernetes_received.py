@@ -17,7 +17,13 @@ import urllib3
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rlark_acceptance.adapters.kubernetes.stream import _dechunked, batches, interrupt, received
+from rlark_acceptance.adapters.kubernetes.stream import (
+    LineSplitter,
+    _dechunked,
+    batches,
+    interrupt,
+    received,
+)
 
 
 def chunked(pieces: list[bytes]) -> bytes:
@@ -122,6 +128,28 @@ def test_lines_sent_a_chunk_each_are_handed_on_together_once_they_have_arrived(
     assert [line for batch in got for line in batch] == [f"line {i}" for i in range(2000)]
     # 2,000 chunks, already on the connection when it was read: a few reads, not 2,000.
     assert len(got) < 20
+
+
+class Pieces:
+    """A stand-in response whose body arrives as ``pieces``, one a read."""
+
+    def __init__(self, pieces: list[bytes]) -> None:
+        self.pieces = pieces
+
+    def stream(self, amt: int | None = None, decode_content: bool = True) -> Iterator[bytes]:
+        yield from self.pieces
+
+
+def test_a_read_that_ends_no_line_is_handed_on_as_an_empty_batch() -> None:
+    """The head of a line stored in parts, its rest still to come: the log machine must hear
+    of it, or it takes the reader, idle by whole lines, for one at its file's end and joins
+    that head to the next file's first line. The caller that keeps the rest is told; one
+    that lets ``batches`` end the body gets lines only."""
+    pieces = [b"line 1\n", b"head of ", b"a line\n", b"tail"]
+    split = LineSplitter()
+    assert list(batches(Pieces(pieces), split)) == [["line 1"], [], ["head of a line"], []]
+    assert split.rest == "tail"
+    assert list(batches(Pieces(pieces))) == [["line 1"], ["head of a line"], ["tail"]]
 
 
 def test_a_stream_shut_down_under_its_reader_ends_it_as_a_broken_connection(

@@ -84,7 +84,8 @@ class Refused:
 
 @dataclass(frozen=True)
 class Lines:
-    """A batch of lines the reader's stream gave, as read (stamped)."""
+    """A batch of lines the reader's stream gave, as read (stamped); empty: it gave part of
+    a line."""
 
     seg: int
     lines: list[str]
@@ -398,9 +399,11 @@ class LogMachine:
         seg, cursor, chain = self.segments[k], self.readers[k].cursor, self.chain
         acts: list[Action] = []
         reader = self.readers[k]
-        reader.saw = True
+        reader.saw = reader.saw or bool(batch)
         if not seg.handing:
-            seg.arrived = self.mono  # (lines a resumed read repeats too: it is not idle)
+            # (Lines a resumed read repeats count too, and an empty batch, the head of a line
+            # stored in parts whose rest is still to come: it is not idle at its file's end.)
+            seg.arrived = self.mono
         if k == 0 and reader.opened > 1 and cursor.stamp is None and batch:
             # The log read again before any line of it was: its first file may have been
             # rotated meanwhile, and this read be served a later one.

@@ -380,11 +380,13 @@ def batches(resp: Any, split: LineSplitter | None = None) -> Iterator[list[str]]
     """The lines of a streamed body as they arrive, a batch per read (``received``): a log
     is handed on as it comes, not a line at a time. A last line without newline comes last,
     unless the caller gave ``split``, in whose ``rest`` it stays for the caller to judge: a
-    log file that ends without one was cut inside a line the runtime wrote in parts."""
+    log file that ends without one was cut inside a line the runtime wrote in parts. That
+    caller also gets an empty batch for a read that ended no line: the stream is giving a
+    line stored in parts, so its reader is not idle at its file's end."""
     own = split or LineSplitter()
     for chunk in received(resp):
         done = own.feed(chunk)
-        if done:
+        if done or (split is not None and chunk):
             yield done
     if split is None and own.rest:
         yield [own.rest]
