@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
@@ -37,13 +38,26 @@ def open_adapter(profile: Profile, **runtime: Any) -> Adapter:
     for ep in entry_points(group=GROUP):
         if ep.name == name:
             factory = ep.load()
-            adapter: Adapter = factory(profile, **runtime)
+            try:
+                adapter: Adapter = factory(profile, **runtime)
+            except InputError as exc:
+                raise _at_profile_line(profile, exc) from None
             return adapter
     known = sorted(ep.name for ep in entry_points(group=GROUP))
     raise InputError(
         str(profile.loc("target", "adapter")),
         f"no adapter {name!r} is installed (known: {', '.join(known)})",
     )
+
+
+def _at_profile_line(profile: Profile, exc: InputError) -> InputError:
+    """A kubeconfig the profile names that cannot be opened at all (missing, unreadable) is
+    said at the profile line that names it, which is what to fix; any other problem keeps
+    its own place (a line of the kubeconfig, its server)."""
+    named = profile.target.kubeconfig
+    if named is None or exc.where != named or os.access(named, os.R_OK):
+        return exc
+    return InputError(str(profile.loc("target", "kubeconfig")), f"target.kubeconfig {exc}")
 
 
 __all__ = [
