@@ -75,3 +75,33 @@ def test_tests_run_between_two_suite_runs_leave_the_record_byte_identical(
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert " passed" in done.stdout, done.stdout[-3000:]
     assert _hashes(reports) == before, "pytest tests/... changed the last run's record"
+
+
+@pytest.mark.parametrize(
+    ("args", "runs"),
+    [
+        (["features/"], True),
+        (["features/test_doc_checks.py::test_x"], True),
+        (["."], True),
+        (["tests/run"], False),
+        (["tests/", "features/"], True),
+    ],
+)
+def test_a_checkout_whose_features_are_a_link_keeps_its_record(
+    tmp_path: Path, args: list[str], runs: bool
+) -> None:
+    """A checkout whose features/ is a link to the tree's (the Kubernetes tests run the
+    suite so) is still one whose session writes the record: the link and where it points
+    are the same folder."""
+    from types import SimpleNamespace
+
+    from fixtures.run_record import runs_features
+
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (checkout / "features").symlink_to(ROOT / "features")
+    (checkout / "tests").mkdir()
+    config = SimpleNamespace(
+        rootpath=checkout, args=args, invocation_params=SimpleNamespace(dir=checkout)
+    )
+    assert runs_features(config) is runs  # type: ignore[arg-type]
