@@ -91,23 +91,53 @@ def test_an_interrupted_run_posts_where_it_was_interrupted(tmp_path: Path) -> No
     assert plain["headline"] == "smoke-ppo-mlp-local: INTERRUPTED at 6.1"
 
 
-def test_a_release_posts_once_its_own_verdict(tmp_path: Path) -> None:
+def test_a_release_posts_once_its_own_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once to each target, the release file's (through the environment) and --notify's."""
     site = site_copy(tmp_path)
     release = tmp_path / "release.yaml"
     release.write_text(
-        f"name: nightly\nprofiles:\n  - {site.profile}\nselect: '{STATIC}'\n", encoding="utf-8"
+        f"name: nightly\nprofiles:\n  - {site.profile}\nselect: '{STATIC}'\n"
+        "notify: ['${RELEASE_HOOK}']\n",
+        encoding="utf-8",
     )
     reports = tmp_path / "release-reports"
     with receiver() as r:
+        monkeypatch.setenv("RELEASE_HOOK", r.url("/from-the-file"))
         proc = subprocess.run(
             [sys.executable, "-m", "pytest", "features/", "-p", "no:cacheprovider",
              "--release", str(release), "--reports-dir", str(reports), "--notify", r.url()],
             cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
         )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert len(r.got) == 1, "the release's sessions post nothing of their own"
+    assert sorted(g.path for g in r.got) == ["/from-the-file", "/hook/" + TOKEN], (
+        "once to each target: the release's sessions post nothing of their own"
+    )
     body: dict[str, Any] = r.got[0].body
     assert body["kind"] == "release" and body["headline"] == "release nightly: ACCEPTED on 1 of 1"
     assert [p["verdict"] for p in body["profiles"]] == ["passed"]
     record = json.loads((reports / "release-summary.json").read_text(encoding="utf-8"))
-    assert record["notifications"][0]["error"] is None
+    assert [n["error"] for n in record["notifications"]] == [None, None]
+
+
+def test_a_webhook_url_written_in_a_release_file_is_refused_at_its_line(tmp_path: Path) -> None:
+    release = tmp_path / "release.yaml"
+    release.write_text(
+        f"name: nightly\nprofiles:\n  - {ROOT / 'profiles' / 'local.yaml'}\n"
+        f"notify:\n  - slack:https://hooks.slack.com/services/{TOKEN}\n",
+        encoding="utf-8",
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "features/", "-p", "no:cacheprovider",
+         "--release", str(release)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    said = proc.stderr.strip().splitlines()
+    assert said == [
+        f"ERROR: {release}:5: a notify URL in a file must come from the environment, as "
+        "${NAME} (it carries the channel's token, and the file is shared): export NAME in the "
+        "CI's secret variables"
+    ], said
+    assert TOKEN not in proc.stdout + proc.stderr

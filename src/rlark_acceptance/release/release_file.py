@@ -10,6 +10,7 @@
     select: "not fault-injection"  # pytest -m: the scenarios every profile runs
     faultInjection: false          # submit the deliberately broken Jobs on every target
     docUrl: https://…/single-node  # links each check in the Allure report
+    notify: ["slack:${RELEASE_CHANNEL}"]  # the verdict posted when it ends (--notify)
 
 Read through the one guarded reader (``model/yamlsrc.py``); every mistake is an
 ``InputError`` naming ``file:line``. Profiles are loaded here, so that a profile that
@@ -30,7 +31,16 @@ from rlark_acceptance.model.paths import expanded, user_path
 from rlark_acceptance.model.yamlsrc import YamlDoc, load_yaml
 
 # Every key a release file may have (any other is refused at its line, with the key meant).
-KNOWN = ("name", "profiles", "jobs", "reportsDir", "select", "faultInjection", "docUrl")
+KNOWN = (
+    "name",
+    "profiles",
+    "jobs",
+    "reportsDir",
+    "select",
+    "faultInjection",
+    "docUrl",
+    "notify",
+)
 # What the release itself writes in the reports directory: no profile's record may be named so.
 RESERVED = frozenset(
     {"allure-results", "allure-report", "allure-history.jsonl", "junit.xml"}
@@ -58,6 +68,9 @@ class ReleaseFile:
     select: str | None = None
     fault_injection: bool = False
     doc_url: str | None = None
+    # ``notify:`` entries as written, each with its ``file:line``: read as targets when the
+    # release runs (``notify.parse_target``), since their ${NAME} is the run's environment.
+    notify: tuple[tuple[str, str], ...] = ()
 
     def session_args(self) -> tuple[str, ...]:
         """The shared settings as each profile's session takes them."""
@@ -104,7 +117,27 @@ def load_release(path: str | Path) -> ReleaseFile:
         select=_text(doc, "select"),
         fault_injection=_flag(doc, "faultInjection"),
         doc_url=_text(doc, "docUrl"),
+        notify=_notify(doc),
     )
+
+
+def _notify(doc: YamlDoc) -> tuple[tuple[str, str], ...]:
+    """``notify:``: one target or a list, each with its ``file:line``."""
+    raw = doc.data.get("notify")
+    if raw is None:
+        return ()
+    if isinstance(raw, str):
+        listed: list[tuple[object, str]] = [(raw, str(doc.loc("notify")))]
+    elif isinstance(raw, list):
+        listed = [(entry, str(doc.loc("notify", i))) for i, entry in enumerate(raw)]
+    else:
+        raise InputError(str(doc.loc("notify")), "notify is a list of [FORMAT:]${NAME} targets")
+    out = []
+    for entry, at in listed:
+        if not isinstance(entry, str) or not entry.strip():
+            raise InputError(at, "each notify target is text: [FORMAT:]${NAME}")
+        out.append((entry, at))
+    return tuple(out)
 
 
 def from_options(profiles: list[str], cwd: Path) -> ReleaseFile:
