@@ -61,6 +61,11 @@ FILE_IDLE_SECONDS = 2.0
 # rotation, or this process, the kubelet or the API server held off a loaded machine's CPU,
 # when the idle time says nothing of the file), after this long.
 FILE_SILENT_SECONDS = 10.0
+# A stream with lines to give gives them within this long (the kubelet and the API server
+# serve each stream on its own). A file's last lines were written before the next file's
+# first: a reader that has had nothing for this long after the next file's reader got its
+# first line has nothing more to come from its own.
+SERVED_SECONDS = 1.0
 # Bytes asked of the current file: enough for a first line's stamp.
 PROBE_BYTES = 256
 
@@ -117,6 +122,7 @@ class Segment:
     # ... of the last lines taken only (0: none yet): shows the kubelet and the API server
     # serving this process then, for another segment's reader idle since before.
     took: float = 0.0
+    first_took: float | None = None  # ... of the first lines taken
     done: bool = False  # its reader has nothing more to do (the machine's word)
     # Its file is the current one and the Worker is over: its reader reads the rest in one
     # request, and no segment comes after it (``Chain.close_head``).
@@ -186,6 +192,8 @@ class Chain:
         if n:
             seg.last = last or seg.last
             seg.arrived = seg.took = self.clock.monotonic()
+            if seg.first_took is None:
+                seg.first_took = seg.took
             seg.first = seg.first or stamped[0]
             seg.last_line = stamped[n - 1]
             if seg is self.head and last is not None:
@@ -281,7 +289,8 @@ class Chain:
         for a write that never comes), each marked complete once: idle for
         ``FILE_IDLE_SECONDS`` while the next one's reader got lines (any other's, where that
         one waits for room in the spools, maybe since before), or for
-        ``FILE_SILENT_SECONDS`` while the next one has lines. A reader handing lines on is
+        ``FILE_SILENT_SECONDS`` while the next one has lines; either only once the next one's
+        first lines are ``SERVED_SECONDS`` old. A reader handing lines on is
         not idle: cut then, the rest of its file would be lost without a word. A reader
         left at its file's end is moved on by the kubelet at the log's next rotation, to the
         file then current: the files between are skipped, and a line its file ended inside
@@ -290,6 +299,10 @@ class Chain:
 
         def at_end(seg: Segment, nxt: Segment) -> bool:
             idle = now - seg.arrived
+            if nxt.first_took is None or now - nxt.first_took <= SERVED_SECONDS:
+                # Lines its file got just before the rotation (the Worker silent for long,
+                # then writing) may still be on their way, however long it has been idle.
+                return False
             if idle >= FILE_SILENT_SECONDS:
                 return True
             # The next reader's lines, unless it waits for room in the spools (since before
