@@ -234,6 +234,19 @@ DETERMINISTIC = settings(
         seed=550613752,
     )
 )
+# The same loss met by a clean-clone run of ./run tests on the tree before that mend: a
+# restart at 2 s, an outage at 21 s, and line 9 lost before 10 was put.
+@example(
+    World(
+        texts=[f"{i}:" + ("x" * 6 if i == 8 else "") for i in range(40)],
+        gaps=[1.0, *[3.0] * 3, 0.0, 12.0, 0.0, 3.0, 12.0, 3.0, *[0.0] * 4, 0.3, *[0.0] * 25],
+        max_entries=2,
+        outages=[(21.0, 2.0)],
+        restarts=[2.0],
+        busy=[],
+        seed=16556,
+    )
+)
 def test_every_line_is_put_once_in_order_or_said_lost(world: World) -> None:
     promise(world)
 
