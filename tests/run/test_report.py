@@ -181,3 +181,44 @@ def test_allure_labels_sort_as_the_page_and_carry_the_check() -> None:
     assert sections == sorted(sections), "a tree sorted by name reads as the page"
     assert dict(writers.allure_labels(["5.8"], "profile"))["severity"] == "critical"
     assert dict(writers.allure_labels(["2.1"], "self-check"))["parentSuite"].startswith("self")
+
+
+def test_every_check_has_one_outcome_and_the_counts_add_up_to_the_checks() -> None:
+    """One unit for every surface: a check whose own scenario passed while its self-check
+    failed is broken; once the profile itself fails, a failed self-check is inconclusive and
+    breaks nothing; what no scenario names is not selected; the counts are those outcomes,
+    and an interrupt is one entry more."""
+    r = RunReport("p.yaml")
+    _scenario(r, "p-3.4", ["3.4"]).finish("passed")
+    _scenario(r, "s-3.4", ["3.4"], tags=("negative",)).finish("failed", message="not caught")
+    shown = r.outcomes()
+    assert [c.id for c in ALL_CHECKS] == list(shown)
+    assert shown["3.4"].status == "broken" and "not caught" in (shown["3.4"].message or "")
+    assert [s.nodeid for s in shown["3.4"].scenarios] == ["p-3.4", "s-3.4"]
+    assert r.counts()["broken"] == 1 and r.counts()["passed"] == 0
+
+    _scenario(r, "p-3.7", ["3.7"]).finish(
+        "failed",
+        step="Then",
+        message="check 3.7 is failed",
+        details=[CheckResult("3.7", "failed", "bad value", Location("job.yaml", 12))],
+    )
+    _scenario(r, "p-6.1", ["6.1"]).finish("notReached", message="not reached: 3.7 failed")
+    _scenario(r, "s-6.1", ["6.1"], tags=("fault-injection",)).finish("failed", message="x")
+    shown = r.outcomes()
+    assert shown["3.4"].status == "passed"  # its self-check is inconclusive now
+    assert shown["3.7"].status == "failed" and shown["3.7"].location == "job.yaml:12"
+    assert shown["3.7"].message == "bad value" and shown["3.7"].remedy
+    assert shown["6.1"].status == "notReached"
+    assert shown["0.1"].status == "notSelected"
+    assert r.summary()["counts"] == {
+        "passed": 1,
+        "failed": 1,
+        "broken": 0,
+        "notReached": 1,
+        "notSelected": len(ALL_CHECKS) - 3,
+        "error": 0,
+        "total": len(ALL_CHECKS),
+    }
+    r.interrupted = True
+    assert r.counts()["error"] == 1 and r.counts()["total"] == len(ALL_CHECKS) + 1

@@ -37,6 +37,12 @@ from rlark_acceptance.run.step6.run_id import new_run_id
 Status = Literal["passed", "failed", "notReached", "skipped"]
 Kind = Literal["profile", "self-check"]
 Verdict = Literal["passed", "failed", "interrupted"]
+# What every surface a user reads shows of one check (``RunReport.outcomes``): the record's
+# status, except that a check whose own scenarios passed while a self-check of it failed is
+# ``broken`` (the harness could not show that it catches that check's mistake), and a check
+# no selected scenario names is ``notSelected`` (the record's ``skipped``).
+Shown = Literal["passed", "failed", "broken", "notReached", "notSelected"]
+SHOWN: tuple[Shown, ...] = ("passed", "failed", "broken", "notReached", "notSelected")
 
 # How a self-check that cannot apply to the profile says so when it skips (its reason's
 # start): the record lists it under ``selfChecks.notApplicable``.
@@ -120,6 +126,20 @@ class ScenarioRecord:
                 return CheckResult(check, "passed")
             return d
         return CheckResult(check, self.outcome, self.message)
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    """One check as every writer of the record shows it: one Allure result, one JUnit
+    testcase, one count of the terminal's closing line. ``scenarios`` are those written for
+    it (its own check), the profile's first, then its self-checks, in the page's order."""
+
+    check: str
+    status: Shown
+    message: str | None = None  # why it failed, broke or was not reached: said once
+    location: str | None = None  # file:line of the user's own file, for a finding
+    remedy: str | None = None  # for a failed check of the profile
+    scenarios: tuple[ScenarioRecord, ...] = ()
 
 
 @dataclass
@@ -266,6 +286,7 @@ class RunReport:
             # ``checks`` keeps ``skipped``, which its readers already know.
             "notSelected": [c for c, r in checks.items() if r.status == "skipped"],
             "selfChecks": self.self_checks(first["check"] if first else None),
+            "counts": self.counts(),
             "durations": {k: round(v, 3) for k, v in self.durations.items()},
             "interrupted": self.interrupted,
         }
@@ -286,6 +307,65 @@ class RunReport:
             out["budgets"] = self.budgets
         if self.provenance is not None:
             out["provenance"] = self.provenance
+        return out
+
+    def outcomes(self) -> dict[str, CheckOutcome]:
+        """Every check (the page's, then the training's, then the budgets'), once, with what
+        each surface shows of it. The unit every count of the run is made of."""
+        checks = self.check_results()
+        first = self.earliest_failure(checks)
+        failed_at = first["check"] if first else None
+        mine: dict[str, list[ScenarioRecord]] = {c: [] for c in checks}
+        for s in self.in_page_order():
+            if s.own_check in mine:
+                mine[s.own_check].append(s)
+        out: dict[str, CheckOutcome] = {}
+        for c, r in checks.items():
+            scenarios = tuple(mine[c])
+            broken = [
+                s
+                for s in scenarios
+                if s.kind == "self-check"
+                and s.outcome == "failed"
+                and self.inconclusive(s, failed_at) is None
+            ]
+            location = str(r.location) if r.location else None
+            if r.status == "failed":
+                message = r.message or next(
+                    (s.message for s in scenarios if s.kind == "profile" and s.message), None
+                )
+                out[c] = CheckOutcome(c, "failed", message, location, hint(c, message), scenarios)
+            elif r.status == "passed" and broken:
+                said = "; ".join(f"{s.name}: {s.message or 'failed'}" for s in broken)
+                out[c] = CheckOutcome(
+                    c, "broken", f"self-check failed: {said}", None, None, scenarios
+                )
+            elif r.status == "passed":
+                out[c] = CheckOutcome(c, "passed", None, None, None, scenarios)
+            elif r.status == "notReached":
+                out[c] = CheckOutcome(
+                    c, "notReached", r.message or "not reached", None, None, scenarios
+                )
+            else:
+                out[c] = CheckOutcome(
+                    c, "notSelected", r.message or "not selected", None, None, scenarios
+                )
+        return out
+
+    def run_error(self) -> str | None:
+        """What stopped the run outside every check's verdict (an interrupt, a usage error, a
+        crash outside the scenarios): one more entry, ``error``, beside the checks."""
+        if self.interrupted:
+            return "interrupted"
+        return self.error
+
+    def counts(self) -> dict[str, int]:
+        """How many checks each surface shows in each state, and the run's ``error`` entry:
+        the same numbers in the terminal's closing line, JUnit, Allure and run-summary.json."""
+        shown = [o.status for o in self.outcomes().values()]
+        out: dict[str, int] = {k: shown.count(k) for k in SHOWN}
+        out["error"] = 1 if self.run_error() is not None else 0
+        out["total"] = len(shown) + out["error"]
         return out
 
     def exit_failed(self) -> bool:
