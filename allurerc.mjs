@@ -1,6 +1,7 @@
 // Allure 3 configuration of the acceptance report (npm package `allure`, see package.json).
 // Render with `rlark-acceptance report [--reports-dir DIR] [--open]`: it renders into a fresh
-// directory, replaces the previous report whole, and exits with the quality gate's status.
+// directory with allure-render.mjs, which evaluates the quality gate into the report, replaces
+// the previous report whole, and exits with the gate's status.
 //
 // The report's name carries the verdict of the results being rendered (their executor.json,
 // written by the run), the tree is the page (epic → doc section → check), categories are the
@@ -14,10 +15,9 @@ import { join } from "node:path";
 const reports = process.env.RLARK_REPORTS_DIR || "reports";
 const results = process.env.RLARK_RESULTS_DIR || join(reports, "allure-results");
 const output = process.env.RLARK_REPORT_OUTPUT || join(reports, "allure-report");
-const gateOnly = process.env.RLARK_GATE_ONLY === "1";
 
-// Node 20 (Debian 12's nodejs) lacks Iterator.prototype.toArray, which allure's
-// quality-gate command calls; Node >= 22 has it and this does nothing there.
+// Node 20 (Debian 12's nodejs) lacks Iterator.prototype.toArray, which Allure's quality gate
+// calls; Node >= 22 has it and this does nothing there.
 const iteratorPrototype = Object.getPrototypeOf(Object.getPrototypeOf([].values()));
 if (typeof iteratorPrototype.toArray !== "function") {
   iteratorPrototype.toArray = function toArray() {
@@ -42,6 +42,18 @@ function executor() {
     return JSON.parse(readFileSync(join(results, "executor.json"), "utf-8"));
   } catch {
     return {}; // no record of a run in these results
+  }
+}
+
+// The record of the run these results are of (run-summary.json beside them: a run writes
+// both, and clears both when it starts), for the gate to give the earliest failing check's
+// remedy and file:line as the record does.
+function earliestFailure() {
+  try {
+    const summary = JSON.parse(readFileSync(join(reports, "run-summary.json"), "utf-8"));
+    return summary.earliestFailure || null;
+  } catch {
+    return null; // a release's merged results, or no record: the check alone
   }
 }
 
@@ -77,26 +89,35 @@ const orderOf = (tr) => labelOf(tr, "feature") + " " + checkOf(tr) + " " + label
 // that failed (or broke: an interrupt), else the earliest not reached.
 const notAccepted = {
   rule: "notAccepted",
-  message: ({ actual }) => `NOT ACCEPTED at ${actual} (see run-summary.json)`,
+  message: ({ actual }) => `NOT ACCEPTED at ${actual}`,
   successMessage: () => "accepted: every check scenario of the profile passed",
   validate: async ({ trs, expected }) => {
     const bad = trs
       .filter((tr) => isProfile(tr) && (["failed", "broken"].includes(tr.status) || notReached(tr)))
       .sort((a, b) => rank(a) - rank(b) || orderOf(a).localeCompare(orderOf(b)));
-    const what = `${bad.length} check scenario(s) of the profile failed or were not reached`;
-    const actual = bad.length ? `${whereOf(bad[0])}: ${what}` : 0;
+    const what = `${bad.length} check(s) of the profile failed or were not reached`;
+    const actual = bad.length ? `${whereOf(bad[0])}${causeOf(bad[0])} (${what})` : 0;
     return { success: bad.length <= expected, actual, testResults: bad.map((t) => t.id) };
   },
 };
+
+// " (site/job.yaml:31): <its message> → <its remedy>" when the record names this check the
+// earliest failure: the gate says what run-summary.json and the terminal say.
+function causeOf(tr) {
+  const first = earliestFailure();
+  if (!first || first.check !== checkOf(tr) || labelOf(tr, "profile")) return "";
+  const at = first.location ? ` (${first.location})` : "";
+  const said = first.message ? `: ${String(first.message).split("\n")[0]}` : "";
+  return `${at}${said} → ${first.hint}`;
+}
 
 const name = verdictName();
 
 export default {
   name,
   output,
-  // The gate reads the same config but is no rendering: it must not append to the history.
-  historyPath: gateOnly ? undefined : join(reports, "allure-history.jsonl"),
-  appendHistory: !gateOnly,
+  historyPath: join(reports, "allure-history.jsonl"),
+  appendHistory: true,
   plugins: {
     awesome: {
       options: {

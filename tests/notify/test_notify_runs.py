@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from junitparser import JUnitXml
 
 from tests.notify.receiver import receiver
 from tests.run.suite_runs import (
@@ -62,6 +63,9 @@ def test_a_red_run_posts_its_earliest_failure_and_an_absent_receiver_is_a_warnin
     assert [n["error"] for n in said[:2]] == [None, None] and said[2]["status"] is None
     (warning,) = [w for w in run.summary["warnings"] if w.startswith("notification not")]
     assert "json to http://127.0.0.1:" in warning and "after 3 attempts" in warning
+    # Posted before the record's files were written: each says it, JUnit as CI reads it too.
+    (suite,) = [x for x in JUnitXml.fromfile(str(run.reports / "junit.xml"))]
+    assert warning in [p.value for p in suite.properties() if p.name == "warning"]
     assert "notify: notified slack to http://127.0.0.1:" in run.output
     everything = run.output + json.dumps(run.summary)
     assert TOKEN not in everything, "a webhook's URL carries its channel's token"

@@ -162,6 +162,13 @@ class Rendered:
     def title(self) -> str:
         return str(self.summary.get("name", ""))
 
+    @property
+    def gate(self) -> list[dict[str, Any]]:
+        """The quality gate as the report holds it (its Quality Gates tab reads this file)."""
+        found = json.loads((self.report / "quality-gate.json").read_text(encoding="utf-8"))
+        assert isinstance(found, list), found
+        return found
+
     def test_results(self) -> list[dict[str, Any]]:
         return [
             json.loads(p.read_text(encoding="utf-8"))

@@ -97,6 +97,36 @@ def junit_failure(run: SuiteRun, check: str) -> str:
     return str(failure.message) + (failure.text or "")
 
 
+# The terminal's word for each count of the record (``counts``), in its closing line.
+TERMINAL_WORDS = {
+    "passed": "passed",
+    "failed": "failed",
+    "broken": "broken",
+    "notReached": "not reached",
+    "notSelected": "not selected",
+}
+
+
+def assert_one_count(run: SuiteRun) -> dict[str, int]:
+    """The terminal's closing line and junit.xml, as CI reads it, count what run-summary.json
+    counts: the checks, each once, and the run's error entry."""
+    counts = dict(run.summary["counts"])
+    closing = run.output.rstrip().splitlines()[-1]
+    said = {w: int(n) for n, w in re.findall(r"(\d+) ([a-z ]+?)(?=,| in )", closing)}
+    for key, word in TERMINAL_WORDS.items():
+        assert said.pop(word, 0) == counts[key], (key, closing, counts)
+    errors = said.pop("interrupted", 0) + said.pop("error", 0)
+    assert errors == counts["error"], (closing, counts)
+    assert set(said) <= {"warnings", "warning"}, closing
+    cases = [c for suite, c in run.junit_cases() if suite.endswith(PROFILE_SUITE)]
+    kinds = [type(r).__name__ for c in cases for r in c.result]
+    assert len(cases) == counts["total"], (len(cases), counts)
+    assert kinds.count("Failure") == counts["failed"], (kinds, counts)
+    assert kinds.count("Error") == counts["broken"] + counts["error"], (kinds, counts)
+    assert kinds.count("Skipped") == counts["notReached"] + counts["notSelected"], counts
+    return counts
+
+
 def assert_rendered_red(run: SuiteRun, check: str) -> Any:
     """What a reader opens: the report rendered the documented way says NOT ACCEPTED at the
     check, and the command's status is the gate's, naming it."""
@@ -104,6 +134,14 @@ def assert_rendered_red(run: SuiteRun, check: str) -> Any:
     assert rendered.returncode == 1, rendered.output
     assert rendered.title.endswith(f"NOT ACCEPTED at {check}"), rendered.title
     assert f"NOT ACCEPTED at {check}" in rendered.output, rendered.output
+    assert rendered.summary.get("status") == "failed", rendered.summary
+    # The report's own gate failed, naming the check, its file:line and the record's remedy.
+    failed = [g for g in rendered.gate if not g["success"]]
+    assert len(failed) == 1 and failed[0]["message"].startswith(f"NOT ACCEPTED at {check}")
+    first = run.summary["earliestFailure"]
+    if first is not None:
+        assert first["hint"] in failed[0]["message"], failed[0]
+        assert first.get("location", "") in failed[0]["message"], failed[0]
     return rendered
 
 
@@ -354,23 +392,16 @@ def test_a_red_profile_s_inconclusive_self_checks_are_not_failures_in_any_form(
     letters = progress_letters(run.output)
     assert letters.count("F") == 1, f"one failure, the profile's, in {letters!r}"
     assert letters.count("i") == len(inconclusive), letters
-    closing = run.output.rstrip().splitlines()[-1]
-    assert "1 failed, " in closing and f"{len(inconclusive)} inconclusive" in closing, closing
+    counts = assert_one_count(run)
+    assert counts["failed"] == 1 and counts["broken"] == 0, counts
+    # JUnit: one failure, the profile's check; the inconclusive self-checks fail nothing and
+    # say why in their check's output.
     failures = [
-        (suite, c.name)
-        for suite, c in run.junit_cases()
-        for r in c.result
-        if isinstance(r, junitparser.Failure)
+        c.name for _, c in run.junit_cases() for r in c.result if isinstance(r, junitparser.Failure)
     ]
-    assert [s for s, _ in failures] == [s for s, _ in failures if s.endswith(PROFILE_SUITE)]
-    assert len(failures) == 1, failures
-    skipped = [
-        r.message
-        for suite, c in run.junit_cases()
-        for r in c.result
-        if isinstance(r, junitparser.Skipped) and not suite.endswith(PROFILE_SUITE)
-    ]
-    assert skipped.count("inconclusive: the profile itself fails at 3.7") == len(inconclusive)
+    assert failures == [junit_case(run, "3.7", failed=True).name], failures
+    said = "\n".join(c.system_out or "" for _, c in run.junit_cases())
+    assert said.count("INCONCLUSIVE [") == len(inconclusive), said
     # What the terminal counts "not selected" (Step 6 and the training, left out by -m), the
     # record lists under the same words.
     not_selected = run.summary["notSelected"]
@@ -504,11 +535,12 @@ def test_the_whole_suite_on_a_profile_whose_first_signal_never_appears(tmp_path:
     hint = "the last progress-like line was: '│ Global Step:    5/5 │"  # the smoke's last step
     assert hint in first["message"], first["message"]
 
-    # The terminal: the profile's failure first, inconclusive self-checks counted apart.
+    # The terminal: the profile's failure, the one failure it counts; the inconclusive
+    # self-checks are said as such, and counted in no check.
     tail = run.output[run.output.rindex("short test summary info") :]
     failed_lines = [x for x in tail.splitlines() if x.startswith("FAILED")]
-    assert failed_lines and "(self-check)" not in failed_lines[0], tail
-    assert f"{len(self_checks['inconclusive'])} inconclusive" in tail.splitlines()[-1], tail
+    assert len(failed_lines) == 1 and "(self-check)" not in failed_lines[0], tail
+    assert assert_one_count(run)["failed"] == 1
     assert "INCONCLUSIVE [" in run.output
     letters = progress_letters(run.output)
     assert letters.count("F") == 1, f"one failure, the profile's, in {letters!r}"
@@ -516,16 +548,17 @@ def test_the_whole_suite_on_a_profile_whose_first_signal_never_appears(tmp_path:
     assert_no_repr(run)
     assert "Traceback" not in run.output and "_pytest" not in run.output, "a check's traceback"
 
-    # JUnit: failures only for the profile's scenario; the inconclusive ones are skipped.
+    # JUnit: the one failure is 6.4's; each inconclusive self-check says so in the output of
+    # the check it is written for, which it does not fail.
     assert remedy("6.4") in junit_failure(run, "6.4")
-    skipped = [
-        r.message
-        for suite, case in run.junit_cases()
-        for r in case.result
-        if not suite.endswith(PROFILE_SUITE) and r.message.startswith("inconclusive")
+    said = [
+        line
+        for _, case in run.junit_cases()
+        for line in (case.system_out or "").splitlines()
+        if line.startswith("INCONCLUSIVE ")
     ]
-    assert len(skipped) == len(self_checks["inconclusive"]), skipped
-    assert set(skipped) == {"inconclusive: the profile itself fails at 6.4"}
+    assert len(said) == len(self_checks["inconclusive"]), said
+    assert all("the profile as it is fails at 6.4" in line for line in said), said
 
     # Allure: not failed, no critical severity, no remedy of its own.
     rendered = assert_rendered_red(run, "6.4")
@@ -565,10 +598,18 @@ def test_green_then_red_then_interrupted_in_one_reports_dir(tmp_path: Path) -> N
     assert s["outputs"]["kept"] is None and s["outputs"]["removed"] > 0, s["outputs"]
     assert "verdict: passed" in run.output
     assert junit_case(run, "2.1", failed=False).classname.startswith("04 Step 2")
-    assert not [c for _, c in run.junit_cases() if not c.is_passed], "a green run reads red"
+    red = [c.name for _, c in run.junit_cases() if c.result and not c.is_skipped]
+    assert not red, f"a green run reads red: {red}"
+    assert assert_one_count(run) == {
+        **{k: 0 for k in ("failed", "broken", "notReached", "error")},
+        "passed": len(ALL_CHECKS) - 1,
+        "notSelected": 1,
+        "total": len(ALL_CHECKS),
+    }
     green = run.render()
     assert green.returncode == 0, green.output
     assert green.title.endswith("— ACCEPTED"), green.title
+    assert green.gate and all(g["success"] for g in green.gate), green.gate
     history = run.reports / "allure-history.jsonl"
     assert len(history.read_text(encoding="utf-8").splitlines()) == 1
 
@@ -576,6 +617,7 @@ def test_green_then_red_then_interrupted_in_one_reports_dir(tmp_path: Path) -> N
     site.edit(site.job, "containerPath: /mnt/ckpt}", "containerPath: /mnt/ckpt, readOnly: true}")
     run = run_suite(site, "-m", AS_IT_IS)
     assert_red_at(run, "3.7")
+    assert assert_one_count(run)["failed"] == 1
     before = time.time()
     red = assert_rendered_red(run, "3.7")
     assert "ACCEPTED" not in red.title.replace("NOT ACCEPTED", "")
@@ -598,6 +640,7 @@ def test_green_then_red_then_interrupted_in_one_reports_dir(tmp_path: Path) -> N
     assert s["interruptedAt"]["check"] == "6.1", s.get("interruptedAt")
     assert "verdict: interrupted" in run.output
     assert "interrupted during [6.1]" in run.output
+    assert assert_one_count(run)["error"] == 1
     cases = run.junit_cases()
     assert all(c.name for _, c in cases), "a testcase without a name"
     errors = [
@@ -613,6 +656,7 @@ def test_green_then_red_then_interrupted_in_one_reports_dir(tmp_path: Path) -> N
     assert rendered.returncode == 1, rendered.output
     assert rendered.title.endswith("INTERRUPTED at 6.1"), rendered.title
     assert "NOT ACCEPTED at 6.1" in rendered.output, rendered.output
+    assert [g["success"] for g in rendered.gate] == [False], rendered.gate
     assert len(history.read_text(encoding="utf-8").splitlines()) == 3
 
 

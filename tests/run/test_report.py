@@ -222,3 +222,12 @@ def test_every_check_has_one_outcome_and_the_counts_add_up_to_the_checks() -> No
     }
     r.interrupted = True
     assert r.counts()["error"] == 1 and r.counts()["total"] == len(ALL_CHECKS) + 1
+
+
+def test_a_failed_self_check_of_a_check_not_selected_still_shows() -> None:
+    """``-k`` a self-check alone: the profile's check is not selected, and the self-check's
+    failure is what its check shows, never a count hidden among those not selected."""
+    r = RunReport("p.yaml")
+    _scenario(r, "s-6.4", ["6.4"], tags=("negative",)).finish("failed", message="not caught")
+    assert r.outcomes()["6.4"].status == "broken"
+    assert r.counts()["broken"] == 1 and r.exit_failed()

@@ -38,9 +38,10 @@ Status = Literal["passed", "failed", "notReached", "skipped"]
 Kind = Literal["profile", "self-check"]
 Verdict = Literal["passed", "failed", "interrupted"]
 # What every surface a user reads shows of one check (``RunReport.outcomes``): the record's
-# status, except that a check whose own scenarios passed while a self-check of it failed is
-# ``broken`` (the harness could not show that it catches that check's mistake), and a check
-# no selected scenario names is ``notSelected`` (the record's ``skipped``).
+# status, except that a check that did not fail while a self-check of it failed (other than
+# inconclusively) is ``broken`` (the harness could not show that it catches that check's
+# mistake), and a check no selected scenario names is ``notSelected`` (the record's
+# ``skipped``).
 Shown = Literal["passed", "failed", "broken", "notReached", "notSelected"]
 SHOWN: tuple[Shown, ...] = ("passed", "failed", "broken", "notReached", "notSelected")
 
@@ -131,8 +132,8 @@ class ScenarioRecord:
 @dataclass(frozen=True)
 class CheckOutcome:
     """One check as every writer of the record shows it: one Allure result, one JUnit
-    testcase, one count of the terminal's closing line. ``scenarios`` are those written for
-    it (its own check), the profile's first, then its self-checks, in the page's order."""
+    testcase, one count of the terminal's closing line. ``scenarios``: those of the profile
+    that name it, then the self-checks written for it, in the page's order."""
 
     check: str
     status: Shown
@@ -164,6 +165,9 @@ class RunReport:
     # profile's budgets and history (``run/budgets.py``), once the run is over.
     provenance: dict[str, Any] | None = None
     budgets: dict[str, Any] | None = None
+    # Where the verdict was posted (``--notify``), each delivery's target as shown, its HTTP
+    # status and error: a failed one is one of ``warnings`` too.
+    notifications: list[dict[str, Any]] | None = None
 
     def add(self, scenario: ScenarioRecord) -> ScenarioRecord:
         return self.scenarios.setdefault(scenario.nodeid, scenario)
@@ -307,6 +311,8 @@ class RunReport:
             out["budgets"] = self.budgets
         if self.provenance is not None:
             out["provenance"] = self.provenance
+        if self.notifications is not None:
+            out["notifications"] = self.notifications
         return out
 
     def outcomes(self) -> dict[str, CheckOutcome]:
@@ -315,10 +321,14 @@ class RunReport:
         checks = self.check_results()
         first = self.earliest_failure(checks)
         failed_at = first["check"] if first else None
+        # A check's scenarios: every scenario of the profile that names it (one scenario of
+        # Step 3 decides 3.1 to 3.7), then the self-checks written for it.
         mine: dict[str, list[ScenarioRecord]] = {c: [] for c in checks}
-        for s in self.in_page_order():
-            if s.own_check in mine:
-                mine[s.own_check].append(s)
+        ordered = self.in_page_order()
+        for s in ordered:
+            for c in s.checks if s.kind == "profile" else [s.own_check]:
+                if c in mine:
+                    mine[c].append(s)
         out: dict[str, CheckOutcome] = {}
         for c, r in checks.items():
             scenarios = tuple(mine[c])
@@ -335,7 +345,7 @@ class RunReport:
                     (s.message for s in scenarios if s.kind == "profile" and s.message), None
                 )
                 out[c] = CheckOutcome(c, "failed", message, location, hint(c, message), scenarios)
-            elif r.status == "passed" and broken:
+            elif broken:  # passed, not selected, or not reached: a failed self-check shows
                 said = "; ".join(f"{s.name}: {s.message or 'failed'}" for s in broken)
                 out[c] = CheckOutcome(
                     c, "broken", f"self-check failed: {said}", None, None, scenarios
@@ -344,13 +354,21 @@ class RunReport:
                 out[c] = CheckOutcome(c, "passed", None, None, None, scenarios)
             elif r.status == "notReached":
                 out[c] = CheckOutcome(
-                    c, "notReached", r.message or "not reached", None, None, scenarios
+                    c, "notReached", self._not_reached(r, scenarios), None, None, scenarios
                 )
             else:
                 out[c] = CheckOutcome(
                     c, "notSelected", r.message or "not selected", None, None, scenarios
                 )
         return out
+
+    def _not_reached(self, r: CheckResult, scenarios: tuple[ScenarioRecord, ...]) -> str:
+        """Why a check was not reached, in the words every surface uses for it."""
+        if self.interrupted and any(s.nodeid == self.interrupted_at for s in scenarios):
+            return "not finished: the run was interrupted during this check"
+        if r.message:
+            return r.message
+        return "not reached: interrupted" if self.interrupted else "not reached"
 
     def run_error(self) -> str | None:
         """What stopped the run outside every check's verdict (an interrupt, a usage error, a

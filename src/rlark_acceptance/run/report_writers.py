@@ -18,7 +18,13 @@ from typing import Any
 from rlark_acceptance.model.doc_checks import ALL_CHECKS, BUDGETS, BY_ID, CheckId, earliest
 from rlark_acceptance.model.training import OPT_IN, TRAINING_IDS
 from rlark_acceptance.rlinf.failures import class_in
-from rlark_acceptance.run.report import Kind, RunReport, ScenarioRecord
+from rlark_acceptance.run.report import (
+    CheckOutcome,
+    CheckResult,
+    Kind,
+    RunReport,
+    ScenarioRecord,
+)
 from rlark_acceptance.run.report import hint as remedy
 from rlark_acceptance.secrets import Redactor
 
@@ -129,17 +135,24 @@ def junit_properties(checks: Iterable[str], kind: Kind) -> list[tuple[str, str]]
     return [("check", c) for c in checks] + [("acceptance", kind)]
 
 
-def junit_xml(report: RunReport, redactor: Redactor, others: Iterable[Any] = ()) -> str:
-    """The record as CI test tabs read it (the JUnit schema Jenkins and GitLab read).
+def check_name(check: str) -> str:
+    """A check as every surface names it: ``[3.7] <what the page requires>``."""
+    return f"[{check}] {BY_ID[check].says}" if check in BY_ID else f"[{check}]"
 
-    One suite for the profile as it is, one for the self-checks, each in the page's order,
-    every testcase named ``[check] scenario``: a failure of the profile is ``<failure>``
-    with its cause and the doc's remedy; a scenario that never ran is ``<skipped>`` with why
-    (``not reached: interrupted``); a self-check that cannot be judged because the profile
-    itself fails is ``<skipped>`` ("inconclusive: …"), never a failure. An interrupt, a
-    usage error or a crash outside the scenarios is one ``<error>`` testcase saying so and
-    where. ``others`` are the session's other testcases (unit tests), kept as pytest wrote
-    them in a suite of their own.
+
+def junit_xml(report: RunReport, redactor: Redactor, others: Iterable[Any] = ()) -> str:
+    """The record as CI test tabs read it (the JUnit schema Jenkins and GitLab read): one
+    testcase per check, the unit of every count of the run (``RunReport.counts``).
+
+    One suite for the profile as it is, its testcases the checks in the page's order, each
+    named ``[check] what the page requires`` under its doc section: a failed check is
+    ``<failure>`` with its cause, ``file:line`` and remedy; a check whose self-check failed
+    is ``<error>`` (the harness could not show it catches that mistake); one not reached or
+    not selected is ``<skipped>`` with why. The scenarios written for a check (its own, then
+    its self-checks, an inconclusive one saying so) are its ``system-out``. An interrupt, a
+    usage error or a crash outside the scenarios is one ``<error>`` testcase more saying so
+    and where. ``others`` are the session's other testcases (unit tests), kept as pytest
+    wrote them in a suite of their own.
     """
     import xml.etree.ElementTree as ET
     from datetime import UTC, datetime
@@ -153,17 +166,6 @@ def junit_xml(report: RunReport, redactor: Redactor, others: Iterable[Any] = ())
     def suite(name: str) -> ET.Element:
         return ET.SubElement(root, "testsuite", name=name, timestamp=stamp, hostname="localhost")
 
-    def case(parent: ET.Element, s: ScenarioRecord) -> None:
-        tc = ET.SubElement(
-            parent,
-            "testcase",
-            classname=junit_classname(s.checks, s.feature, s.own_check),
-            name=test_name(s),
-            time=f"{s.duration:.3f}",
-        )
-        for tag, attrs, text in _junit_outcome(report, s, failed_at):
-            ET.SubElement(tc, tag, attrs).text = redactor.redact(text) if text else None
-
     profile = suite(report_name(data) + " — the profile as it is")
     props = ET.SubElement(profile, "properties")
     warnings = [str(w) for w in data.get("warnings") or []]
@@ -171,6 +173,7 @@ def junit_xml(report: RunReport, redactor: Redactor, others: Iterable[Any] = ())
         ("profile", data["profile"]),
         ("verdict", data["verdict"]),
         ("earliestFailure", failed_at or "none"),
+        *(("count." + k, str(n)) for k, n in data["counts"].items()),
         *(("warning", w) for w in warnings),
         *provenance_pairs(data),
     ):
@@ -179,20 +182,25 @@ def junit_xml(report: RunReport, redactor: Redactor, others: Iterable[Any] = ())
     if run_error is not None:
         tc = ET.SubElement(profile, "testcase", classname="rlark-acceptance", name=run_error[0])
         ET.SubElement(tc, "error", message=redactor.redact(run_error[1]), type=run_error[2])
-    ordered = report.in_page_order()
-    for s in ordered:
-        if s.kind == "profile":
-            case(profile, s)
+    for outcome in report.outcomes().values():
+        tc = ET.SubElement(
+            profile,
+            "testcase",
+            classname=section_label(outcome.check),
+            name=check_name(outcome.check),
+            time=f"{sum(x.duration for x in outcome.scenarios):.3f}",
+        )
+        for tag, attrs, text in _junit_outcome(outcome, failed_at):
+            ET.SubElement(tc, tag, attrs).text = redactor.redact(text) if text else None
+        lines = [_scenario_line(report, x, outcome.check, failed_at) for x in outcome.scenarios]
+        if lines:
+            ET.SubElement(tc, "system-out").text = redactor.redact("\n".join(lines) + "\n")
     if warnings:
         # What the record warns of (lines that may be missing, a stage that regressed, what
         # a clean-up left) beside the verdict: a CI page that shows the suite's output shows
         # them, and a consumer reads them as the suite's ``warning`` properties.
         out = ET.SubElement(profile, "system-out")
         out.text = redactor.redact("".join(f"warning: {w}\n" for w in warnings))
-    selfs = suite("self-checks (changed copies of the profile)")
-    for s in ordered:
-        if s.kind == "self-check":
-            case(selfs, s)
     extra = list(others)
     if extra:
         rest = suite("other tests")
@@ -223,34 +231,46 @@ def _run_error(report: RunReport, data: dict[str, Any]) -> tuple[str, str, str] 
 
 
 def _junit_outcome(
-    report: RunReport, s: ScenarioRecord, failed_at: str | None
+    outcome: CheckOutcome, failed_at: str | None
 ) -> list[tuple[str, dict[str, str], str | None]]:
-    if not s.ran:
-        why = "not reached: interrupted" if report.interrupted else "not reached"
-        if s.nodeid == report.interrupted_at:
-            why = "not finished: the run was interrupted during this scenario"
-        return [("skipped", {"message": why}, None)]
-    if s.outcome == "passed":
+    check = outcome.check
+    if outcome.status == "passed":
         return []
-    if s.outcome in ("notReached", "skipped"):
-        return [("skipped", {"message": s.message or s.outcome}, None)]
+    if outcome.status in ("notReached", "notSelected"):
+        return [("skipped", {"message": outcome.message or "not reached"}, None)]
+    if outcome.status == "broken":
+        message = f"[{check}] {outcome.message}"
+        return [("error", {"message": message, "type": "self-check"}, outcome.message)]
+    cause = outcome.message or "failed"
+    mine = next(
+        (x for x in outcome.scenarios if x.kind == "profile" and x.outcome == "failed"), None
+    )
+    first = " (the earliest failing check)" if check == failed_at else ""
+    message = f"[{check}] failed{first}: {cause} → {remedy(check, cause)}"
+    body = [
+        f"at: {outcome.location}" if outcome.location else "",
+        f"step: {mine.step}" if mine is not None and mine.step else "",
+        cause,
+        remedy_line(check, cause),
+    ]
+    return [("failure", {"message": message, "type": check}, "\n".join(b for b in body if b))]
+
+
+def _scenario_line(report: RunReport, s: ScenarioRecord, check: str, failed_at: str | None) -> str:
+    """One scenario of a check, as its testcase's output lists it: a scenario of the profile
+    that decides several checks, by what it found of this one."""
+    if not s.ran:
+        word = "NOT FINISHED" if s.nodeid == report.interrupted_at else "NOT REACHED"
+        return f"{word} {test_name(s)}"
     reason = report.inconclusive(s, failed_at)
     if reason is not None:
-        message = f"inconclusive: the profile itself fails at {failed_at}"
-        return [("skipped", {"message": message}, f"{reason}\n\nits own failure: {s.message}")]
-    check = s.failed_check() or s.own_check
-    result = s.result(check)
-    cause = result.message or s.message or "failed"
-    where = result.location
-    head = "self-check failed" if s.kind == "self-check" else "failed"
-    first = " (the earliest failing check)" if s.kind == "profile" and check == failed_at else ""
-    message = f"[{check}] {head}{first}: {cause}"
-    if s.kind == "profile":
-        message += f" → {remedy(check, cause)}"
-    body = [f"step: {s.step}" if s.step else "", f"at: {where}" if where else "", cause]
-    if s.kind == "profile":
-        body.append(remedy_line(check, cause))
-    return [("failure", {"message": message, "type": check}, "\n".join(b for b in body if b))]
+        return f"INCONCLUSIVE {test_name(s)}: {reason}"
+    result = s.result(check) if s.kind == "profile" else CheckResult(check, s.outcome, s.message)
+    word = {"passed": "PASSED", "failed": "FAILED", "notReached": "NOT REACHED"}.get(
+        result.status, "SKIPPED"
+    )
+    said = f": {result.message}" if result.message and result.status != "passed" else ""
+    return f"{word} {test_name(s)}{said}"
 
 
 def _count(element: Any, *, suites: bool = False) -> None:
