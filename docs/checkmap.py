@@ -53,6 +53,9 @@ YAML and the run information; **cluster** checks read the target cluster's nodes
 checks (`T.1`–`T.4`, a section the page does not have): whether the run really trained
 (`T.4`, a second submission that resumes from the checkpoint, is opt-in: its scenarios are
 tagged `@resume`).
+"""
+
+DETAIL = """## What each entry says
 
 For each check: what the page asks, the page's remedy when it fails (the run record's
 `hint`), the feature files whose scenarios carry its tag (`@check-<ID>`; run them with
@@ -254,7 +257,13 @@ def render() -> str:
     tests = tests_by_check()
     steps = then_steps_by_check()
     givens = givens_by_check()
-    lines = [HEADER]
+    lines = [HEADER, "", "## The checks at a glance", ""]
+    lines += ["| ID | what is checked | kind | section |", "|---|---|---|---|"]
+    lines += [
+        f"| [{c.id}](#{_anchor(c.id)}) | {_cell(c.says)} | {c.kind} | {_cell(c.section)} |"
+        for c in ALL_CHECKS
+    ]
+    lines += ["", DETAIL.rstrip()]
     section = None
     for c in ALL_CHECKS:
         if c.section != section:
@@ -263,8 +272,9 @@ def render() -> str:
         code = static.get(c.id, []) + runtime.get(c.id, [])
         features = [f"features/{f}" for f in scenarios.get(c.id, [])]
         lines += [
-            f"### {c.id} ({c.kind})",
+            f"### {c.id} {c.says} {{#{_anchor(c.id)}}}",
             "",
+            f"- Kind: {c.kind}",
             f"- {'The page asks' if not c.id.startswith('T.') else 'Beyond the page'}: {c.says}",
             f"- Remedy: {c.remedy}",
             "- Scenarios: " + _list(features, "none"),
@@ -280,6 +290,15 @@ def render() -> str:
             "",
         ]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _anchor(check: str) -> str:
+    """The check's anchor on this page, as the run record's doc links spell it."""
+    return "check-" + check.replace(".", "-").lower()
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
 
 
 def _list(items: list[str], empty: str) -> str:
