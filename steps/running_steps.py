@@ -31,7 +31,7 @@ def accepted_run(
 ) -> Iterator[AcceptanceRun]:
     """The one real submission of the profile's Job, shared by every Step 6 scenario (and
     T.4's second one, when the profile turns it on or its scenario is selected by its tag)."""
-    from fixtures.acceptance import resume_selected
+    from fixtures.acceptance import diagnostics_dir, resume_selected
     from fixtures.run_record import RECORD_KEY, run_id
     from rlark_acceptance.adapters import open_adapter
 
@@ -44,6 +44,7 @@ def accepted_run(
                 run_id=run_id(pytestconfig),
                 redactor=redactor,
                 resume=resume_selected(pytestconfig),
+                diagnostics=diagnostics_dir(pytestconfig),
             )
         except Interrupted as exc:  # the record of what ran, marked interrupted, then pytest's
             if exc.run is not None:  # own interrupt handling

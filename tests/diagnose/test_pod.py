@@ -3,6 +3,7 @@ server returns them (``kubectl get pod -o json``'s shape), and which cause wins.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -11,7 +12,7 @@ from rlark_acceptance.adapters.base import Event
 from rlark_acceptance.adapters.kubernetes.stream import pod_status
 from rlark_acceptance.diagnose import command, diagnose
 from rlark_acceptance.diagnose.diagnosis import with_pod
-from rlark_acceptance.diagnose.pod import PodSide, findings, log_to_read
+from rlark_acceptance.diagnose.pod import NodeSide, PodSide, findings, log_to_read, node_side
 from rlark_acceptance.rlinf import failures as f
 from tests.diagnose.corpus import REAL, load
 
@@ -157,6 +158,63 @@ def test_a_pod_that_says_nothing_wrong_adds_nothing() -> None:
     running = pod({"phase": "Running", "containerStatuses": [{"name": "worker", "state": {}}]})
     d = with_pod(diagnose([["Ray runtime started."]]), side(running))
     assert not d.failed and d.to_json()["pod"]["findings"] == []
+
+
+def _node(**conditions: str) -> dict[str, Any]:
+    """A Node as the API returns it, with ``type=status`` conditions."""
+    return {
+        "metadata": {"name": NODE},
+        "status": {
+            "conditions": [
+                {"type": t, "status": v, "reason": f"Kubelet{t}", "message": f"{t} is {v}"}
+                for t, v in conditions.items()
+            ]
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("conditions", "said"),
+    [
+        (
+            {"Ready": "True", "MemoryPressure": "True", "DiskPressure": "False"},
+            [
+                "node gpu-node-09: MemoryPressure True "
+                "(KubeletMemoryPressure: MemoryPressure is True)"
+            ],
+        ),
+        (
+            {"Ready": "Unknown", "MemoryPressure": "False", "DiskPressure": "True"},
+            [
+                "node gpu-node-09: Ready Unknown (KubeletReady: Ready is Unknown)",
+                "node gpu-node-09: DiskPressure True (KubeletDiskPressure: DiskPressure is True)",
+            ],
+        ),
+        (
+            {"Ready": "True", "MemoryPressure": "False", "DiskPressure": "False"},
+            ["node gpu-node-09: Ready, no memory, disk or PID pressure"],
+        ),
+    ],
+    ids=["memory-pressure", "not-ready-disk-pressure", "healthy"],
+)
+def test_the_pod_s_node_conditions_are_said_where_they_are_wrong(
+    conditions: dict[str, str], said: list[str]
+) -> None:
+    node = node_side(NODE, _node(**conditions))
+    d = with_pod(diagnose([["Ray runtime started."]]), replace(side(OOM), node=node))
+    words = command.render(d, "pod team/w-0").splitlines()
+    assert [w for w in words if w.startswith("node ")] == said
+    out = d.to_json()["pod"]["nodeConditions"]
+    assert out["name"] == NODE and len(out["conditions"]) == 3
+    assert out["wrong"] == [c for c, v in conditions.items() if (v == "True") != (c == "Ready")]
+
+
+def test_a_node_the_user_may_not_read_is_said_and_the_pod_stands() -> None:
+    node = NodeSide(NODE, unread="the API server said 403 Forbidden")
+    d = with_pod(diagnose([[]]), replace(side(OOM), node=node))
+    words = command.render(d, "pod team/w-0")
+    assert "node gpu-node-09: its conditions could not be read: the API server said 403" in words
+    assert d.kind is f.WORKER_OOM_KILLED
 
 
 def test_the_log_of_a_restarted_worker_is_its_run_before() -> None:

@@ -67,6 +67,10 @@ def test_a_worker_the_kernel_oom_killed(kube_env: KubeEnv, made: list[str]) -> N
     assert out["pod"]["reason"] == "OOMKilled" and out["pod"]["exitCode"] == 137, out
     assert out["lines"] == 1 and out["logCause"] is None, out
     assert "first cause in the Pod's status and events: OOMKilled" in words
+    # The node's conditions, as the real kubelet reports them.
+    node = out["pod"]["nodeConditions"]
+    assert {"Ready", "MemoryPressure", "DiskPressure"} <= {c["type"] for c in node["conditions"]}
+    assert f"node {node['name']}: " in words
 
 
 def test_a_worker_whose_volume_did_not_mount(kube_env: KubeEnv, made: list[str]) -> None:

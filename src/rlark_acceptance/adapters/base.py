@@ -323,6 +323,38 @@ class Describes(Protocol):
     def describe(self, ref: JobRef, pods: Sequence[PodStatus]) -> dict[str, str]: ...
 
 
+# Ray's own logs of a head, in its session's logs folder, that say why a head or its
+# actors died where the Worker's log does not: the raylet's and the GCS server's stderr,
+# the dashboard agent's log.
+RAY_SESSION_LOGS = ("raylet.err", "gcs_server.err", "dashboard_agent.log")
+# What a red run's bundle keeps of each such log: its end (the latest of it explains).
+RAY_LOG_TAIL_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class WorkerEvidence:
+    """What a target still holds of a Worker, read before it is deleted (a red run's
+    diagnostics bundle): the Pod as the target has it (spec and status, a Pod-shaped
+    mapping), its node's conditions and allocatable resources, and Ray's session logs
+    where the Worker's filesystem still holds them (the end of each, by name). ``unread``:
+    one line per part that could not be read, and why."""
+
+    pod: dict[str, object] | None = None
+    node: dict[str, object] | None = None
+    ray_logs: dict[str, str] = field(default_factory=dict)
+    unread: tuple[str, ...] = ()
+
+
+@runtime_checkable
+class Diagnoses(Protocol):
+    """An adapter that can say what it holds of a Worker beyond its Pods, Events and log,
+    for a red run's diagnostics bundle: optional (a plugin without it gives the bundle the
+    record's own evidence only). ``worker_evidence`` answers within seconds and never
+    raises for a target that does not answer: the bundle is no verdict."""
+
+    def worker_evidence(self, ref: JobRef, pod: str) -> WorkerEvidence: ...
+
+
 @runtime_checkable
 class Adapter(Protocol):
     name: str

@@ -13,9 +13,11 @@ import json
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, BinaryIO, TextIO, cast
 
 from rlark_acceptance.diagnose.diagnosis import Diagnosis, diagnose, with_pod
+from rlark_acceptance.diagnose.harness_run import from_run, is_run_id
 from rlark_acceptance.diagnose.lines import batches
 from rlark_acceptance.diagnose.pod import PodSource
 from rlark_acceptance.diagnose.words import render
@@ -32,7 +34,7 @@ Streamed: a log of any size in flat memory."""
 EPILOG = """\
 exit status:
   0  the log shows no failure
-  1  a cause is named
+  1  a cause is named (for a run id: the run is red)
   2  the log could not be read (missing, a directory, binary data, a gzip cut short):
      one line naming it; or a wrong command line"""
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -51,8 +53,14 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "log",
         nargs="?",
-        metavar="FILE",
-        help="the log: a file (gzip read as such), or - for standard input (the default)",
+        metavar="LOG",
+        help="the log: a file (gzip read as such), - for standard input (the default), or a "
+        "harness run's id (its record and diagnostics bundle in --reports-dir)",
+    )
+    p.add_argument(
+        "--reports-dir",
+        metavar="DIR",
+        help="where a run id's record is (default: reports/)",
     )
     p.add_argument("--json", action="store_true", help="print the diagnosis as one JSON object")
     pod = p.add_argument_group("a Pod instead of a log file (its log, status and events)")
@@ -72,6 +80,20 @@ def add_parser(sub: Any) -> None:
 
 
 def main(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    log = args.log
+    if log is not None and is_run_id(log) and not Path(log).exists():
+        if args.pod is not None:
+            raise InputError("diagnose", "give a run id or --pod, not both")
+        found, run = from_run(log, Path(args.reports_dir or "reports"))
+        if args.json:
+            data = found.to_json() | {"run": run.to_json()}
+            print(json.dumps(data, indent=2, ensure_ascii=False), file=out)
+        else:
+            out.write(render(found, f"run {log}", run))
+        return EXIT_CAUSE if found.failed or run.red else EXIT_NO_FAILURE
+    if args.reports_dir is not None:
+        raise InputError("--reports-dir", "reads a harness run: give its run id with it")
     if args.pod is not None:
         if args.log is not None:
             raise InputError("diagnose", "give a log file or --pod, not both")
@@ -84,7 +106,6 @@ def main(args: argparse.Namespace, out: TextIO | None = None) -> int:
             # Nothing piped in: a prompt waiting for a log nobody types is no answer.
             raise InputError("diagnose", "no log: give a file, pipe one in, or --pod NAME")
         found, name = _from_log(args.log or "-")
-    out = out or sys.stdout
     if args.json:
         print(json.dumps(found.to_json(), indent=2, ensure_ascii=False), file=out)
     else:

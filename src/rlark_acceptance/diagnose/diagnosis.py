@@ -158,11 +158,18 @@ class _Stages:
 
 def diagnose(batches: Iterable[Sequence[str]]) -> Diagnosis:
     """The diagnosis of the log whose lines ``batches`` gives in order."""
+    return diagnose_stretches(_numbered(batches))
+
+
+def diagnose_stretches(stretches: Iterable[tuple[int, Sequence[str]]], total: int = 0) -> Diagnosis:
+    """The diagnosis of stretches of a log (each its first line, 0-based, and its lines, in
+    order): a log kept in part, as a red run's bundle keeps it; ``total`` its whole length."""
     tracker, stages, n = FirstCause(), _Stages(), 0
-    for lines in batches:
-        tracker.feed(lines, n)
-        stages.feed(lines, n)
-        n += len(lines)
+    for first, lines in stretches:
+        tracker.feed(lines, first)
+        stages.feed(lines, first)
+        n = first + len(lines)
+    n = max(n, total)
     tracker.end()  # a log cut inside a remote task's traceback still names its task
     cause = tracker.cause
     d = Diagnosis(n, cause, None, None, stages.ray_cli, stages.ray_started, stages.progress)
@@ -170,6 +177,13 @@ def diagnose(batches: Iterable[Sequence[str]]) -> Diagnosis:
         return d
     kind = cause.kind
     return replace(d, check=_check(d, kind, cause.line), fix_at=_fix_at(kind))
+
+
+def _numbered(batches: Iterable[Sequence[str]]) -> Iterable[tuple[int, Sequence[str]]]:
+    n = 0
+    for lines in batches:
+        yield n, lines
+        n += len(lines)
 
 
 def with_pod(d: Diagnosis, side: PodSide) -> Diagnosis:

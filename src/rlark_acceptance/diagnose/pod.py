@@ -45,6 +45,68 @@ class PodFinding:
 
 
 @dataclass(frozen=True)
+class NodeCondition:
+    """One of the node's conditions, as its kubelet reports it."""
+
+    type: str
+    status: str
+    reason: str | None = None
+    message: str | None = None
+
+    @property
+    def wrong(self) -> bool:
+        """A node not Ready, or under a pressure (memory, disk, PIDs) or without a network:
+        what a kubelet evicts or refuses Pods for."""
+        if self.type == "Ready":
+            return self.status != "True"
+        return self.status == "True"
+
+    def said(self) -> str:
+        why = ": ".join(x for x in (self.reason, self.message) if x)
+        return f"{self.type} {self.status}" + (f" ({why})" if why else "")
+
+
+@dataclass(frozen=True)
+class NodeSide:
+    """The Pod's node: its conditions, or why they could not be read."""
+
+    name: str
+    conditions: tuple[NodeCondition, ...] = ()
+    unread: str | None = None
+
+    @property
+    def wrong(self) -> tuple[NodeCondition, ...]:
+        return tuple(c for c in self.conditions if c.wrong)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "conditions": [
+                {"type": c.type, "status": c.status, "reason": c.reason, "message": c.message}
+                for c in self.conditions
+            ],
+            "wrong": [c.type for c in self.wrong],
+            "unread": self.unread,
+        }
+
+
+def node_side(name: str, node: Item | None, unread: str | None = None) -> NodeSide:
+    """``node`` (the API's Node) as the conditions its kubelet reports."""
+    if node is None:
+        return NodeSide(name, unread=unread or "not listed")
+    conditions = (node.get("status") or {}).get("conditions") or []
+    return NodeSide(
+        name,
+        tuple(
+            NodeCondition(
+                str(c.get("type")), str(c.get("status")), c.get("reason"), c.get("message")
+            )
+            for c in conditions
+        ),
+    )
+
+
+@dataclass(frozen=True)
 class PodSide:
     name: str
     namespace: str
@@ -53,6 +115,7 @@ class PodSide:
     findings: tuple[PodFinding, ...]
     container: str | None  # whose log was read
     previous: bool  # the log read is that container's run before its restart
+    node: NodeSide | None = None  # its node's conditions (None: never bound to one)
 
     @property
     def ran(self) -> bool:
@@ -76,6 +139,7 @@ class PodSide:
                 {"reason": x.reason, "text": x.text, "class": x.kind.id} for x in self.findings
             ],
             "events": [{"reason": e.reason, "message": e.message} for e in self.events],
+            "nodeConditions": self.node.to_json() if self.node is not None else None,
         }
 
 
@@ -179,6 +243,7 @@ class PodSource:
                 tuple(findings(pod, status, warnings)),
                 chosen,
                 previous,
+                _read_node(core, status.node) if status.node else None,
             )
             if side.ran and chosen is not None:
                 try:
@@ -196,6 +261,24 @@ class PodSource:
             if resp is not None:
                 resp.release_conn()
             api.close()
+
+
+def _read_node(core: Any, name: str) -> NodeSide:
+    """The node's conditions; a node the kubeconfig's user may not list is said, never an
+    error: the Pod's side stands without it."""
+    import urllib3
+    from kubernetes.client.exceptions import ApiException
+
+    from rlark_acceptance.adapters.kubernetes.stream import get_json
+
+    try:
+        listing = get_json(core.list_node, field_selector=f"metadata.name={name}")
+    except ApiException as e:
+        return NodeSide(name, unread=f"the API server said {e.status} {e.reason}")
+    except (urllib3.exceptions.HTTPError, OSError) as e:
+        return NodeSide(name, unread=f"no answer: {e}")
+    items = listing.get("items") or []
+    return node_side(name, items[0] if items else None, None if items else "not listed")
 
 
 def _api_refusal(e: Any, source: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rlark_acceptance.diagnose.diagnosis import Diagnosis
+from rlark_acceptance.diagnose.harness_run import RunSide
 from rlark_acceptance.diagnose.pod import PodSide
 from rlark_acceptance.model.doc_checks import BY_ID
 from rlark_acceptance.rlinf.failures import FailureClass
@@ -10,11 +11,19 @@ from rlark_acceptance.rlinf.failures import FailureClass
 WIDTH = 80
 
 
-def render(d: Diagnosis, name: str) -> str:
-    """The diagnosis as the run record prints a run: its verdict, then what to do."""
+def render(d: Diagnosis, name: str, run: RunSide | None = None) -> str:
+    """The diagnosis as the run record prints a run: its verdict, then what to do; for a
+    harness run, what its record says first."""
     out = [" rlark-acceptance diagnosis ".center(WIDTH, "=")]
+    out += _run(run)
     c, p = d.cause, d.pod_cause
     if not d.failed:
+        if run is not None and run.red:
+            kept = (
+                f"{d.lines} log lines, of which the bundle kept some" if run.bundle else "no bundle"
+            )
+            out.append(f"the Worker log shows no error line ({kept}): the record's failure stands")
+            return _joined([*out, *_pod(d.pod)])
         out.append(f"verdict: no failure  ({name}: {d.lines} log lines, no error line)")
         return _joined([*out, *_pod(d.pod)])
     if p is not None:
@@ -42,6 +51,23 @@ def render(d: Diagnosis, name: str) -> str:
             out.append(f'the log\'s first error: log line {c.line + 1}, in {actor}: "{c.quote}"')
         out.append(f"knock-ons passed over: {c.knock_ons}")
     return _joined([*out, *_pod(d.pod, p.reason if p is not None else None)])
+
+
+def _run(run: RunSide | None) -> list[str]:
+    """What a harness run's record says: its verdict, its check, where its bundle is."""
+    if run is None:
+        return []
+    said = f"run {run.run_id} ({run.reports}): {run.verdict or 'no verdict recorded'}"
+    if run.check:
+        said += f" at {run.check}"
+    out = [said]
+    if run.message:
+        out.append(f"  {run.message}")
+    if run.bundle is not None:
+        out.append(f"diagnostics bundle: {run.bundle} ({', '.join(run.files)})")
+    elif run.red:
+        out.append("diagnostics bundle: none (the run failed before its Worker was submitted)")
+    return out
 
 
 def _class(kind: FailureClass | None) -> list[str]:
@@ -77,6 +103,16 @@ def _pod(side: PodSide | None, named: str | None = None) -> list[str]:
         if x.reason != named
     ]
     out += [f"  Warning {e.reason}: {e.message}" for e in side.events[-5:]]
+    node = side.node
+    if node is not None and node.unread is not None:
+        out.append(f"node {node.name}: its conditions could not be read: {node.unread}")
+    elif node is not None and node.wrong:
+        out += [f"node {node.name}: {c.said()}" for c in node.wrong]
+    elif node is not None and any(c.type == "Ready" for c in node.conditions):
+        out.append(f"node {node.name}: Ready, no memory, disk or PID pressure")
+    elif node is not None:
+        said = ", ".join(c.said() for c in node.conditions) or "none"
+        out.append(f"node {node.name}: no Ready condition reported (its conditions: {said})")
     return out
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from rlark_acceptance.adapters.base import Adapter, Describes
 from rlark_acceptance.model.profile import Profile
@@ -32,13 +33,21 @@ def submit_and_confirm(
     delete_after: bool = True,
     run_id: str | None = None,
     resume: bool = False,
+    diagnostics: Path | None = None,
+    redactor: Redactor | None = None,
 ) -> RunRecord:
     """Step 6 for the Job the pre-flight read, whatever the pre-flight said, as run
-    ``run_id`` (a new one by default); ``resume``: T.4 on, whatever the profile says."""
+    ``run_id`` (a new one by default); ``resume``: T.4 on, whatever the profile says;
+    ``diagnostics``: where a red run's bundle goes, redacted by ``redactor``."""
     plan = plan_for(pre, run_id=run_id, delete_after=delete_after, resume=resume)
     try:
         return confirm_running(
-            adapter, plan, on_phase=on_phase, on_progress=on_progress or progress.emit
+            adapter,
+            plan,
+            on_phase=on_phase,
+            on_progress=on_progress or progress.emit,
+            diagnostics=diagnostics,
+            redactor=redactor,
         )
     finally:
         progress.emit(None)
@@ -52,18 +61,28 @@ def accept(
     run_id: str | None = None,
     redactor: Redactor | None = None,
     resume: bool = False,
+    diagnostics: Path | None = None,
 ) -> AcceptanceRun:
     """What a release engineer runs: nothing is submitted unless the pre-flight passes.
 
     ``redactor`` is the run's (the session's, in the suite): the pre-flight's scans fill it.
     ``resume``: T.4 on, whatever the profile says (its scenario was selected by its tag).
+    ``diagnostics``: the folder a red run's diagnostics bundle goes to (None: none).
     On SIGINT / SIGTERM, ``Interrupted`` carries this run (``.run``) up to the caller.
     """
     pre = preflight_profile(profile, redactor=redactor)
     if pre.verdict != "pass":
         return AcceptanceRun(pre, None)
     try:
-        rec = submit_and_confirm(adapter, pre, on_phase=on_phase, run_id=run_id, resume=resume)
+        rec = submit_and_confirm(
+            adapter,
+            pre,
+            on_phase=on_phase,
+            run_id=run_id,
+            resume=resume,
+            diagnostics=diagnostics,
+            redactor=redactor,
+        )
     except Interrupted as exc:
         exc.run = AcceptanceRun(pre, exc.record)
         raise

@@ -53,9 +53,11 @@ from rlark_acceptance.adapters.base import (
     PodStatus,
     SubmitRejected,
     TargetUnreachable,
+    WorkerEvidence,
 )
 from rlark_acceptance.adapters.clock import SYSTEM, Clock
 from rlark_acceptance.adapters.kubernetes import owner
+from rlark_acceptance.adapters.kubernetes.evidence import worker_evidence
 from rlark_acceptance.adapters.kubernetes.observer import Observer
 from rlark_acceptance.adapters.kubernetes.options import KubernetesOptions
 from rlark_acceptance.adapters.kubernetes.stream import (
@@ -431,6 +433,11 @@ class KubernetesAdapter:
 
         text: str = call(read, reach=self.reach)
         return text
+
+    def worker_evidence(self, ref: JobRef, pod: str) -> WorkerEvidence:
+        """The Pod, its node and Ray's session logs as the cluster has them now
+        (``evidence``), each request bounded by ``PROBE_SECONDS``."""
+        return worker_evidence(self.core, ref.namespace, pod, PROBE_SECONDS)
 
     def node_inventory(self) -> list[NodeSpec]:
         nodes = get_json(self.core.list_node, reach=self.reach).get("items") or []

@@ -34,7 +34,14 @@ from pathlib import Path
 import yaml
 
 from rlark_acceptance.adapters import cleanup
-from rlark_acceptance.adapters.base import Event, JobRef, Observation, PodStatus, SubmitRejected
+from rlark_acceptance.adapters.base import (
+    Event,
+    JobRef,
+    Observation,
+    PodStatus,
+    SubmitRejected,
+    WorkerEvidence,
+)
 from rlark_acceptance.adapters.clock import SYSTEM, Clock
 from rlark_acceptance.adapters.local.container import (
     ContainerError,
@@ -44,6 +51,7 @@ from rlark_acceptance.adapters.local.container import (
     init_spec,
     unschedulable,
 )
+from rlark_acceptance.adapters.local.evidence import worker_evidence
 from rlark_acceptance.adapters.local.images import ImageError, LocalImage, resolve
 from rlark_acceptance.adapters.local.images import describe as describe_image
 from rlark_acceptance.adapters.local.leftovers import mounted_below, sweep_stale
@@ -83,6 +91,7 @@ class _JobRecord:
     job: Job
     manifest: str
     pods: list[PodRun] = field(default_factory=list)
+    worker: Worker | None = None  # what the Job became (a red run's bundle shows its Pod)
     # Held from before the Job is listed until its Pod is started (or refused): a delete
     # from another thread (an interrupt's clean-up while a self-check is submitted beside
     # it) waits for it, so it neither removes the scratch a Worker is being started in nor
@@ -123,7 +132,8 @@ class LocalAdapter:
     def submit(self, job: Job, manifest: str) -> JobRef:
         worker = self._admit(job)
         key = (worker.namespace, worker.job)
-        record = _JobRecord(JobRef(worker.job, worker.namespace, str(uuid.uuid4())), job, manifest)
+        ref = JobRef(worker.job, worker.namespace, str(uuid.uuid4()))
+        record = _JobRecord(ref, job, manifest, worker=worker)
         with record.starting:
             with self._lock:
                 if self._closed:
@@ -271,6 +281,14 @@ class LocalAdapter:
         for p in self._record(ref).pods:
             if p.name == pod:
                 return p.scratch
+        raise LocalAdapterError(f'pods "{pod}" not found')
+
+    def worker_evidence(self, ref: JobRef, pod: str) -> WorkerEvidence:
+        """The Pod, this node and Ray's session logs in the Pod's scratch, while it is there."""
+        record = self._record(ref)
+        for p in record.pods:
+            if p.name == pod:
+                return worker_evidence(record.worker, p.status, p.namespace, p.scratch, self.node)
         raise LocalAdapterError(f'pods "{pod}" not found')
 
     def events(self, ref: JobRef) -> list[Event]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rlark_acceptance.adapters.base import Adapter
@@ -13,6 +14,7 @@ from rlark_acceptance.model.doc_checks import CheckId
 from rlark_acceptance.model.job import Job
 from rlark_acceptance.model.timeouts import Bound
 from rlark_acceptance.model.training import TRAINING_IDS
+from rlark_acceptance.run.step6.diagnostics import clear_earlier
 from rlark_acceptance.run.step6.engine import Engine, PhaseFailed, Progress
 from rlark_acceptance.run.step6.first_signal import FirstSignal
 from rlark_acceptance.run.step6.journal import Journal, identity, open_journal, sweep_dead_runs
@@ -30,6 +32,7 @@ from rlark_acceptance.run.step6.run_id import output_mount
 from rlark_acceptance.run.step6.scheduled import Scheduled
 from rlark_acceptance.run.step6.steps import StepsAdvance
 from rlark_acceptance.run.step6.trained import CheckpointTrained
+from rlark_acceptance.secrets import Redactor
 
 if TYPE_CHECKING:
     from rlark_acceptance.run.outcome import AcceptanceRun
@@ -81,12 +84,18 @@ def confirm_running(
     on_phase: Callable[[PhaseResult], None] | None = None,
     on_progress: Callable[[Progress], None] | None = None,
     clock: Callable[[], float] | None = None,
+    diagnostics: Path | None = None,
+    redactor: Redactor | None = None,
 ) -> RunRecord:
     """Submit ``plan.job`` and run Step 6; never raises for what the target does wrong.
 
+    ``diagnostics``: the folder a red run's diagnostics bundle goes to (an earlier run's
+    bundle there is removed first), redacted by ``redactor`` (the run's); None: none.
     Raises ``Interrupted`` (a KeyboardInterrupt) with the record so far on SIGINT / SIGTERM.
     """
     clock = clock_of(adapter).monotonic if clock is None else clock  # the adapter's
+    if diagnostics is not None:
+        clear_earlier(diagnostics)  # the folder says this run's story, or none
     where = Outputs.before_submission(adapter, plan)
     awaited, along = phases(plan, where.expected, where.events)
     training = tuple(p.check for p in awaited if p.check in TRAINING_IDS)
@@ -103,6 +112,8 @@ def confirm_running(
         clock=clock,
         on_phase=on_phase,
         on_progress=on_progress,
+        diagnostics=diagnostics,
+        redactor=redactor,
     )
     rec = engine.rec
     interrupt: KeyboardInterrupt | None = None

@@ -13,10 +13,12 @@ comes from ``clock``, so a scripted stream drives every transition in millisecon
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Protocol, assert_never
 
 from rlark_acceptance.adapters.base import (
@@ -37,7 +39,7 @@ from rlark_acceptance.model.doc_checks import CheckId
 from rlark_acceptance.model.profile import KeepOutputs
 from rlark_acceptance.model.timeouts import Bound, Timeouts
 from rlark_acceptance.rlinf.failures import MOUNT_IO_ERROR
-from rlark_acceptance.run.step6 import removals
+from rlark_acceptance.run.step6 import diagnostics, removals
 from rlark_acceptance.run.step6.location import Location, Unlocated, output_store
 from rlark_acceptance.run.step6.observed import (
     Observed,
@@ -61,6 +63,7 @@ from rlark_acceptance.run.step6.phase import (
 )
 from rlark_acceptance.run.step6.readings import checkpoints_at, scalars_at
 from rlark_acceptance.run.step6.record import PhaseResult, Resumed, RunRecord
+from rlark_acceptance.secrets import Redactor
 from rlark_acceptance.storage import (
     ObjectNotFound,
     Removable,
@@ -144,8 +147,15 @@ class Engine:
         on_phase: Callable[[PhaseResult], None] | None = None,
         on_progress: Callable[[Progress], None] | None = None,
         resume: bool = False,
+        diagnostics: Path | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
         self.adapter = adapter
+        # Where a red run's diagnostics bundle goes (None: it writes none), redacted as the
+        # rest of the run's record.
+        self.diagnostics = diagnostics
+        self.redactor = redactor if redactor is not None else Redactor(os.environ)
+        self.bundled = False
         self.rec = record
         self.timeouts = timeouts
         # The adapter's unless given: the happenings it stamps are judged on their own clock.
@@ -304,6 +314,7 @@ class Engine:
     def delete_worker(self) -> None:
         seen, rec = self.seen, self.rec
         assert seen.ref is not None
+        self.keep_evidence()  # a run red before 6.5 (a training check): before it is gone
         try:
             self.adapter.delete(seen.ref)
         except TargetUnreachable as exc:
@@ -512,6 +523,7 @@ class Engine:
             self.evidence(rec.ref, own)
         self.log_lost(lost)
         self.not_reached()
+        self.keep_evidence()
         if outputs is None:
             return False
         return self.settle_outputs(outputs, policy)
@@ -592,6 +604,7 @@ class Engine:
                 self.shared_left(loc, len(written))
                 return False
             if rec.ref is not None and not self.worker_deleted:
+                self.keep_evidence()
                 self.delete(rec.ref, "the Worker", warn=False)
             if rec.worker_left is not None:
                 rec.outputs_kept = (
@@ -634,6 +647,30 @@ class Engine:
             rec.worker_left = rec.worker_left or left
             if warn:
                 rec.warnings.append(left)
+
+    def keep_evidence(self) -> None:
+        """A red (or interrupted) run's diagnostics bundle, written once, while the Worker is
+        still there if it is: what the target holds of it, and what the record kept. A
+        bundle that cannot be written is a warning of the record, never the verdict."""
+        rec = self.rec
+        failed = rec.earliest_failure or next(
+            (p for p in rec.phases.values() if p.status == "failed"), None
+        )
+        if self.diagnostics is None or self.bundled or not (failed or rec.interrupted):
+            return
+        self.bundled = True
+        why = "the run was interrupted" if failed is None else f"{failed.check} failed"
+        pod = self.seen.pod.name if self.seen.pod is not None else None
+        found = None
+        if rec.ref is not None and not self.worker_deleted:
+            found = diagnostics.gather(self.adapter, rec.ref, pod, rec.events)
+        said = failed.message if failed is not None else None
+        try:
+            rec.diagnostics = diagnostics.write(
+                self.diagnostics, rec, self.seen.log.cause.cause, found, self.redactor, why, said
+            )
+        except OSError as exc:
+            rec.warnings.append(f"the diagnostics bundle could not be written: {exc}")
 
     def resumed(self, resumed: Resumed) -> None:
         """T.4's second submission was made: the record holds it from now on."""

@@ -146,6 +146,9 @@ class Observed:
                 first = self.tail.count
                 self.tail.extend(lines)
                 self.log.feed_lines(lines, first, item.at)
+                cause = self.log.cause.cause
+                if cause is not None:
+                    self.tail.around(cause.line)
             case LogEnded():
                 self.ended = True
                 self.over_at = self.over_at or item.at

@@ -2,7 +2,8 @@
 
 The surface read by the steps and the run-record plugin: ``phases`` (check → ``PhaseResult``),
 ``earliest_failure``, ``pods``, ``events``, ``durations``, ``log_excerpt()``, ``checkpoint``,
-``checkpoint_after_delete``, ``ref``.
+``checkpoint_after_delete``, ``ref``, ``diagnostics`` (a red run's bundle: ``summary()``,
+``line()``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from rlark_acceptance.storage import CheckpointReport
 
 if TYPE_CHECKING:
     from rlark_acceptance.rlinf.failures import Cause
+    from rlark_acceptance.run.step6.diagnostics import Bundle
     from rlark_acceptance.run.step6.readings import Checkpoints, Scalars
 
 Status = Literal["passed", "failed", "skipped"]
@@ -74,19 +76,48 @@ class LogTail:
 
     HEAD = 200
     TAIL = 400
+    # The window kept around the run's first cause, wherever in the log it is: lines before
+    # it (the traceback that led there), and after it (the knock-ons and the exit).
+    BEFORE = 40
+    AFTER = 80
 
     def __init__(self) -> None:
         self.head: list[str] = []
         self.tail: deque[str] = deque(maxlen=self.TAIL)
         self.count = 0
+        self.window: list[str] = []
+        self.window_from: int | None = None  # the 0-based log line of ``window[0]``
+        self.cause_line: int | None = None  # the line the window is around
 
     def extend(self, lines: Sequence[str]) -> None:
+        if self.cause_line is not None:  # the lines after the cause, up to ``AFTER``
+            self.window.extend(lines[: max(0, self.cause_line + self.AFTER + 1 - self.count)])
         self.count += len(lines)
         room = self.HEAD - len(self.head)
         if room > 0:
             self.head.extend(lines[:room])
             lines = lines[room:]
         self.tail.extend(lines)
+
+    def line(self, index: int) -> str | None:
+        """Log line ``index`` (0-based) if it is still kept, at the head or in the tail."""
+        if 0 <= index < len(self.head):
+            return self.head[index]
+        start = self.count - len(self.tail)
+        return self.tail[index - start] if start <= index < self.count else None
+
+    def around(self, cause: int) -> None:
+        """Keep the window around log line ``cause`` (the first cause, once the reading
+        named it): the lines before it still kept, the ones after as they come."""
+        if cause == self.cause_line:
+            return
+        self.cause_line = cause
+        start = max(0, cause - self.BEFORE)
+        end = min(self.count, cause + self.AFTER + 1)
+        while start < end and self.line(start) is None:
+            start += 1  # read past already (a traceback longer than the tail)
+        self.window_from = start
+        self.window = [line for i in range(start, end) if (line := self.line(i)) is not None]
 
     @property
     def omitted(self) -> int:
@@ -178,6 +209,8 @@ class RunRecord:
     # Why the Job's Pods could not be listed for the record at the end (``pods`` then says
     # nothing: an empty list is no proof that the Worker is gone).
     pods_unread: str | None = None
+    # A red run's diagnostics bundle, once written (``diagnostics.Bundle``): where, what.
+    diagnostics: Bundle | None = None
 
     def __repr__(self) -> str:  # the log and the Job may hold secrets: reprs reach reports
         phases = {c: p.status for c, p in self.phases.items()}

@@ -1,0 +1,129 @@
+"""The diagnostics bundle of red runs on the embedded target, run as a user would.
+
+``pytest features/`` on a broken copy of the default profile (``suite_runs``), the bundle
+read back from its reports folder. The Worker prints a token it reads from its data mount
+(the credential injection the page allows), and the harness's environment holds the same
+token under a secret name, as a CI job that logs in to a model hub would: every file of the
+bundle is searched for it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.run.suite_runs import STEP6_ONLY, Site, run_suite, site_copy
+from tests.run.test_red_runs import assert_red_at
+
+pytestmark = pytest.mark.slow
+
+SECRET = "hf_Xk3pQm8RtV2wLn6YbZc9Jd4Fg7Hs"
+PREPARE = "export PYTHONUNBUFFERED=1"
+LOGIN = 'echo "hub login $(cat /mnt/data/hub-token)"'
+COMMAND = Path(sys.executable).parent / "rlark-acceptance"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _s3(s3_env: Any) -> Iterator[None]:
+    yield
+
+
+def _prepare(site: Site, script: str) -> None:
+    """The same prepare script in the Job and the profile's run information (P.1 / 5.6)."""
+    site.edit(site.job, f"      {PREPARE}", f"      {script}")
+    site.edit(site.profile, f"prepareCommand: {PREPARE}", f"prepareCommand: {script}")
+
+
+def _prepare_fails(site: Site) -> None:
+    _prepare(site, f"{PREPARE} && {LOGIN} && source /opt/venv/bin/activate")
+
+
+def _signal_never_appears(site: Site) -> None:
+    _prepare(site, f"{PREPARE} && {LOGIN}")
+    signal = r"firstSignal: 'Global Step:.*\b[1-9]\d*/\d+'"
+    site.edit(site.profile, signal, r"firstSignal: 'Epoch \d+ done'")
+
+
+def _metrics_not_finite(site: Site) -> None:
+    _prepare(site, f"{PREPARE} && {LOGIN}")
+    old = "runner.logger.log_path=/mnt/ckpt/logs"
+    site.edit(site.job, f"{old}\n", f"{old} smoke.nan_from_step=3\n")
+    site.edit(site.profile, f"{old}\n", f"{old} smoke.nan_from_step=3\n")
+
+
+RED_RUNS: list[tuple[str, Callable[[Site], None], set[str]]] = [
+    # (check, mistake, files beyond pod.json, events.json, node.json, worker-log.txt)
+    ("6.3", _prepare_fails, set()),
+    ("6.4", _signal_never_appears, {"printed-config.json", "ray/raylet.err", "ray/gcs_server.err"}),
+    ("T.2", _metrics_not_finite, {"printed-config.json", "ray/raylet.err", "ray/gcs_server.err"}),
+]
+
+
+@pytest.mark.parametrize(("check", "mistake", "more"), RED_RUNS, ids=[r[0] for r in RED_RUNS])
+def test_a_red_run_leaves_its_bundle_with_no_secret_in_it(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    check: str,
+    mistake: Callable[[Site], None],
+    more: set[str],
+) -> None:
+    site = site_copy(tmp_path)
+    (site.root / "local" / "data" / "hub-token").write_text(SECRET + "\n", encoding="utf-8")
+    monkeypatch.setenv("HF_TOKEN", SECRET)
+    mistake(site)
+    run = run_suite(site, "-m", STEP6_ONLY)
+    assert_red_at(run, check)
+
+    folder = run.reports / "diagnostics"
+    index = json.loads((folder / "index.json").read_text(encoding="utf-8"))
+    assert index["why"] == f"{check} failed", index
+    assert index["runId"] == run.summary["runId"]
+    files = set(index["files"])
+    assert {"pod.json", "events.json", "node.json", "worker-log.txt"} | more <= files, index
+    assert all((folder / name).stat().st_size == size for name, size in index["files"].items())
+    # The Worker printed the token; the bundle shows where, not what.
+    log = (folder / "worker-log.txt").read_text(encoding="utf-8")
+    assert "hub login ***" in log, log[:2000]
+    for path in folder.rglob("*"):
+        if path.is_file():
+            assert SECRET not in path.read_text(encoding="utf-8", errors="replace"), path
+    pod = json.loads((folder / "pod.json").read_text(encoding="utf-8"))
+    assert pod["spec"]["containers"][0]["image"] == "rlark-acceptance/smoke:0.1.0"
+    assert pod["metadata"]["name"] == index["pod"]
+    assert pod["metadata"]["namespace"] == "rlinf-acceptance", pod["metadata"]
+    node = json.loads((folder / "node.json").read_text(encoding="utf-8"))
+    kinds = {c["type"] for c in node["conditions"]}
+    assert {"Ready", "MemoryPressure", "DiskPressure"} <= kinds, node
+    assert node["allocatable"]["nvidia.com/gpu"] == "2", node
+    events = json.loads((folder / "events.json").read_text(encoding="utf-8"))
+    assert any(e["reason"] == "Scheduled" for e in events), events
+    if check == "6.3":
+        assert any(u.startswith("Ray's session logs: no Ray session") for u in index["unread"])
+        assert "activate" in log
+    else:
+        assert "Ray runtime started" in log or "Global Step" in log
+        printed = json.loads((folder / "printed-config.json").read_text(encoding="utf-8"))
+        assert printed["runner"]["logger"]["log_path"] == "/mnt/ckpt/logs"
+    if check == "T.2":
+        # Gathered before 6.5 deleted the Worker: Ray's logs were still in its scratch.
+        assert run.summary["checks"]["6.5"] == "passed", run.summary["checks"]
+    print(f"\n{folder}:", *(f"{n} {b} B" for n, b in index["files"].items()), sep="\n  ")
+    print("  unread:", *index["unread"], sep="\n    ")
+
+    # The run by its id, as an engineer on call asks about it.
+    done = subprocess.run(
+        [str(COMMAND), "diagnose", run.summary["runId"], "--reports-dir", str(run.reports)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    print(f"$ rlark-acceptance diagnose {run.summary['runId']} --reports-dir …\n{done.stdout}")
+    assert (done.returncode, done.stderr) == (1, ""), done
+    assert f"failed at {check}" in done.stdout and SECRET not in done.stdout
+    assert "diagnostics bundle: " in done.stdout
