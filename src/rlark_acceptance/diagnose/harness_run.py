@@ -17,7 +17,6 @@ from rlark_acceptance.adapters.base import Event
 from rlark_acceptance.diagnose.diagnosis import Diagnosis, diagnose_stretches, with_pod
 from rlark_acceptance.diagnose.pod import PodSide, findings, log_to_read, node_side
 from rlark_acceptance.model.errors import InputError
-from rlark_acceptance.run.step6.diagnostics import INDEX, WRITTEN_BY, excerpt_lines
 
 # A run id as the record names it (``run_id.new_run_id``): UTC yymmddHHMMSS, 6 hex.
 RUN_ID = re.compile(r"^\d{12}-[0-9a-f]{6}$")
@@ -60,6 +59,10 @@ class RunSide:
 
 def from_run(run_id: str, reports: Path) -> tuple[Diagnosis, RunSide]:
     """The diagnosis of run ``run_id`` from its record in ``reports``."""
+    # Imported here: Step 6's package takes a second and a half to import, which a log
+    # file's diagnosis never needs.
+    from rlark_acceptance.run.step6.diagnostics import INDEX, WRITTEN_BY
+
     summary = _read_json(reports / SUMMARY)
     index = _read_json(reports / BUNDLE / INDEX)
     ours = summary is not None and summary.get("runId") == run_id
@@ -91,6 +94,8 @@ def from_run(run_id: str, reports: Path) -> tuple[Diagnosis, RunSide]:
 
 
 def _from_bundle(folder: Path, index: dict[str, Any]) -> Diagnosis:
+    from rlark_acceptance.run.step6.diagnostics import INDEX, excerpt_lines
+
     log = index.get("log") or {}
     segments = log.get("segments") or []
     text = _read_text(folder / "worker-log.txt") if segments else ""
