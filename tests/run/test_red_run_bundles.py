@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from tests.run.suite_runs import STEP6_ONLY, Site, run_suite, site_copy
+from rlark_acceptance.run.step6.diagnostics import WRITTEN_BY
+from tests.run.suite_runs import AS_IT_IS, STEP6_ONLY, Site, run_suite, site_copy
 from tests.run.test_red_runs import assert_red_at
 
 pytestmark = pytest.mark.slow
@@ -127,3 +128,22 @@ def test_a_red_run_leaves_its_bundle_with_no_secret_in_it(
     assert (done.returncode, done.stderr) == (1, ""), done
     assert f"failed at {check}" in done.stdout and SECRET not in done.stdout
     assert "diagnostics bundle: " in done.stdout
+
+
+def test_a_run_red_in_its_pre_flight_leaves_no_earlier_run_s_bundle(tmp_path: Path) -> None:
+    """The folder says this run's story or none: an earlier red run's bundle goes when a
+    run starts, though a run red at 3.7 submits nothing and writes no bundle of its own;
+    a file no bundle wrote stays."""
+    site = site_copy(tmp_path)
+    site.edit(site.job, "containerPath: /mnt/ckpt}", "containerPath: /mnt/ckpt, readOnly: true}")
+    earlier = tmp_path / "reports" / "diagnostics"
+    (earlier / "ray").mkdir(parents=True)
+    (earlier / "pod.json").write_text("{}", encoding="utf-8")
+    (earlier / "ray" / "raylet.err").write_text("", encoding="utf-8")
+    (earlier / "mine.txt").write_text("a user's note", encoding="utf-8")
+    files = {"pod.json": 2, "ray/raylet.err": 0}
+    index = {"writtenBy": WRITTEN_BY, "runId": "261207000000-aaaaaa", "files": files}
+    (earlier / "index.json").write_text(json.dumps(index), encoding="utf-8")
+    run = run_suite(site, "-m", AS_IT_IS)
+    assert_red_at(run, "3.7")
+    assert sorted(p.name for p in earlier.rglob("*")) == ["mine.txt"]
