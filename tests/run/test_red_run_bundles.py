@@ -19,7 +19,14 @@ from typing import Any
 import pytest
 
 from rlark_acceptance.run.step6.diagnostics import WRITTEN_BY
-from tests.run.suite_runs import AS_IT_IS, STEP6_ONLY, Site, run_suite, site_copy
+from tests.run.suite_runs import (
+    AS_IT_IS,
+    STEP6_ONLY,
+    Site,
+    run_suite,
+    run_suite_interrupted,
+    site_copy,
+)
 from tests.run.test_red_runs import assert_red_at
 
 pytestmark = pytest.mark.slow
@@ -147,3 +154,37 @@ def test_a_run_red_in_its_pre_flight_leaves_no_earlier_run_s_bundle(tmp_path: Pa
     run = run_suite(site, "-m", AS_IT_IS)
     assert_red_at(run, "3.7")
     assert sorted(p.name for p in earlier.rglob("*")) == ["mine.txt"]
+
+
+def test_an_interrupted_run_writes_what_it_has(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C while Step 6 waits for 6.4 on a Worker that is still running: the interrupt
+    removes the Worker first, so the bundle holds what the run had read (its log, its
+    events) and says what it could no longer read."""
+    site = site_copy(tmp_path)
+    (site.root / "local" / "data" / "hub-token").write_text(SECRET + "\n", encoding="utf-8")
+    monkeypatch.setenv("HF_TOKEN", SECRET)
+    _prepare(site, f"{PREPARE} && {LOGIN}")
+    run_script = "cd /workspace/smoke && python -m rlark_acceptance.smoke"
+    site.edit(site.job, f"    {run_script}", f"    echo starting; sleep 120; {run_script}")
+    site.edit(
+        site.profile,
+        f"startCommand: {run_script}",
+        f"startCommand: echo starting; sleep 120; {run_script}",
+    )
+    run = run_suite_interrupted(site, "Step 6 waits for 6.4", "-m", STEP6_ONLY)
+    assert run.summary["verdict"] == "interrupted", run.explain()
+    folder = run.reports / "diagnostics"
+    index = json.loads((folder / "index.json").read_text(encoding="utf-8"))
+    assert index["why"] == "the run was interrupted", index
+    assert {"events.json", "worker-log.txt"} <= set(index["files"]), index
+    assert "hub login ***" in (folder / "worker-log.txt").read_text(encoding="utf-8")
+    for path in folder.rglob("*"):
+        if path.is_file():
+            assert SECRET not in path.read_text(encoding="utf-8", errors="replace"), path
+    # The Events the run saw, though the Job that had them is gone.
+    events = json.loads((folder / "events.json").read_text(encoding="utf-8"))
+    assert any(e["reason"] == "Scheduled" for e in events), events
+    print(f"\n{folder}:", *(f"{n} {b} B" for n, b in index["files"].items()), sep="\n  ")
+    print("  unread:", *index["unread"], sep="\n    ")

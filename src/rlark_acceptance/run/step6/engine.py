@@ -518,12 +518,14 @@ class Engine:
         self.collect()
         rec.worker = self.seen.pod
         lost = [e for e in rec.events if e.reason == LOG_LOST]
+        # Before the record's Events are read again: a Job the interrupt removed has none
+        # left, and the bundle keeps those the run saw.
+        self.keep_evidence()
         if rec.ref is not None:
             own = [e for e in rec.events if e.source == HARNESS_SOURCE or e.reason == LOG_LOST]
             self.evidence(rec.ref, own)
         self.log_lost(lost)
         self.not_reached()
-        self.keep_evidence()
         if outputs is None:
             return False
         return self.settle_outputs(outputs, policy)
