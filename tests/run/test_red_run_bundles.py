@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import junitparser
 import pytest
 
 from rlark_acceptance.run.step6.diagnostics import WRITTEN_BY
@@ -95,6 +96,14 @@ def test_a_red_run_leaves_its_bundle_with_no_secret_in_it(
     files = set(index["files"])
     assert {"pod.json", "events.json", "node.json", "worker-log.txt"} | more <= files, index
     assert all((folder / name).stat().st_size == size for name, size in index["files"].items())
+    # The record links it in every form: run-summary.json, the terminal, JUnit as CI reads it.
+    linked = run.summary["diagnostics"]
+    assert Path(linked["dir"]).resolve() == folder.resolve()
+    assert set(linked["files"]) == {"index.json", *index["files"]}, linked["files"]
+    assert f"diagnostics: {linked['dir']} ({len(linked['files'])} files" in run.output
+    junit = junitparser.JUnitXml.fromfile(str(run.reports / "junit.xml"))
+    (own,) = [x for x in junit if x.name.endswith("the profile as it is")]
+    assert {p.name: p.value for p in own.properties()}["diagnostics"] == linked["dir"]
     # The Worker printed the token; the bundle shows where, not what.
     log = (folder / "worker-log.txt").read_text(encoding="utf-8")
     assert "hub login ***" in log, log[:2000]

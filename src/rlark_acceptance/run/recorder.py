@@ -90,9 +90,12 @@ def _outputs(report: RunReport, record: Any) -> None:
 
 
 def _training(report: RunReport, record: Any) -> None:
-    """What the training checks read, and the Worker's first error when the run failed."""
+    """What the training checks read, the Worker's first error when the run failed, and
+    where its evidence was kept (the diagnostics bundle, of a red run only)."""
     report.training = record.training_summary()
     report.first_cause = record.first_cause_summary()
+    bundle = getattr(record, "diagnostics", None)
+    report.diagnostics = bundle.summary() if bundle is not None else None
 
 
 def write(

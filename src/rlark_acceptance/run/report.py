@@ -168,6 +168,8 @@ class RunReport:
     # Where the verdict was posted (``--notify``), each delivery's target as shown, its HTTP
     # status and error: a failed one is one of ``warnings`` too.
     notifications: list[dict[str, Any]] | None = None
+    # A red run's diagnostics bundle (``run/step6/diagnostics.py``): where, which files, why.
+    diagnostics: dict[str, Any] | None = None
 
     def add(self, scenario: ScenarioRecord) -> ScenarioRecord:
         return self.scenarios.setdefault(scenario.nodeid, scenario)
@@ -313,6 +315,8 @@ class RunReport:
             out["provenance"] = self.provenance
         if self.notifications is not None:
             out["notifications"] = self.notifications
+        if self.diagnostics is not None:
+            out["diagnostics"] = self.diagnostics
         return out
 
     def outcomes(self) -> dict[str, CheckOutcome]:

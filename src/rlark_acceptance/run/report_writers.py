@@ -174,6 +174,7 @@ def junit_xml(report: RunReport, redactor: Redactor, others: Iterable[Any] = ())
         ("verdict", data["verdict"]),
         ("earliestFailure", failed_at or "none"),
         *(("count." + k, str(n)) for k, n in data["counts"].items()),
+        *((("diagnostics", data["diagnostics"]["dir"]),) if data.get("diagnostics") else ()),
         *(("warning", w) for w in warnings),
         *provenance_pairs(data),
     ):
@@ -444,6 +445,13 @@ def terminal_lines(data: dict[str, Any], path: Path) -> list[str]:
         kind = f" [{cause['class']}: {cause['title']}]" if cause.get("class") else ""
         out.append(
             f"the Worker's first error{kind} (log line {cause['logLine']}): {cause['quote']}"
+        )
+    bundle = data.get("diagnostics")
+    if bundle:
+        files = bundle.get("files") or {}
+        out.append(
+            f"diagnostics: {bundle['dir']} ({len(files)} files, {bundle.get('bytes', 0)} bytes;"
+            f" {bundle.get('index', 'index.json')} lists them)"
         )
     if data["notReached"]:
         out.append("not reached: " + ", ".join(data["notReached"]))
