@@ -18,7 +18,7 @@ from typing import Any
 
 from rlark_acceptance import __version__
 from rlark_acceptance.diagnose import command as diagnose_command
-from rlark_acceptance.model.doc_checks import BY_ID, CHECKS
+from rlark_acceptance.model.doc_checks import BY_ID, CHECKS, remedy
 from rlark_acceptance.model.errors import InputError
 from rlark_acceptance.model.findings import Severity, Status
 
@@ -248,7 +248,7 @@ def _print_human(result: Any) -> None:
             print(f"  {_MARK[f.severity]} {f.check} {f.code}{where}\n      {f.message}")
             if f.severity == Severity.ERROR and f.check not in shown_remedy:
                 shown_remedy.add(f.check)
-                print(f"      → {BY_ID[f.check].remedy}")
+                print(f"      → {remedy(f.check, f.message)}")
     status = result.check_status()
     counts = {s: sum(1 for v in status.values() if v == s) for s in Status}
     errors = sum(1 for f in result.findings if f.severity == Severity.ERROR)

@@ -488,6 +488,20 @@ ORDER: dict[str, int] = {c.id: i for i, c in enumerate(ALL_CHECKS)}
 # picks the fitting one: 3.2's "narrow the node selection" is wrong for a selection that
 # hits no node at all (the doc's step: use the conditions confirmed for this environment).
 _REMEDY_FOR_MESSAGE: dict[str, tuple[tuple[re.Pattern[str], str], ...]] = {
+    # 1.1's "say cluster.num_nodes: 1" is wrong for a config RLinf cannot compose at all.
+    "1.1": (
+        (
+            re.compile(r"the Job never sets"),
+            "Step 1: set the variable the config reads where the Job runs RLinf: export it "
+            "in the role's prepareScript (or add it to the role's env), as RLinf's own launch "
+            "script for this config does",
+        ),
+        (
+            re.compile(r"RLinf would not start"),
+            "Step 1: the config the run command loads must compose as RLinf composes it: fix "
+            "what the message names, at its line",
+        ),
+    ),
     "3.2": (
         (
             re.compile(r"hits 0 |hits no node|matches no node"),

@@ -15,6 +15,7 @@ from rlark_acceptance.model.profile import NodeSpec, Profile, load_profile
 from rlark_acceptance.preflight.checks import Context, Outcome, run_checks
 from rlark_acceptance.rlinf.config import ConfigLoader, Override
 from rlark_acceptance.rlinf.effective import EffectiveRLinf, evaluate
+from rlark_acceptance.rlinf.environment import job_environment
 from rlark_acceptance.rlinf.launch import parse_run_script
 from rlark_acceptance.secrets import Redactor
 
@@ -202,10 +203,21 @@ def _effective(
             profile.run_info.start_command, profile.loc("runInfo", "startCommand")
         )
     shown = _shown(config)
+    # The Job's own environment, once its RLinf command is known: what runs it sets the
+    # variables the config reads, not this machine or the checkout's other scripts.
+    env = job_environment(job, launch, config) if job is not None and launch else None
     rlinf = evaluate(
-        loader, config, config_dir=config_dir, overrides=overrides, launch=launch, shown=shown
+        loader,
+        config,
+        config_dir=config_dir,
+        overrides=overrides,
+        launch=launch,
+        shown=shown,
+        job_env=env,
     )
-    validated = evaluate(loader, config, config_dir=config_dir, overrides=overrides, shown=shown)
+    validated = evaluate(
+        loader, config, config_dir=config_dir, overrides=overrides, shown=shown, job_env=env
+    )
     return rlinf, validated
 
 

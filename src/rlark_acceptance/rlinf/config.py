@@ -43,7 +43,13 @@ from rlark_acceptance.model.keypath import KeyPath
 from rlark_acceptance.model.keypath import dotted as dotted_key
 from rlark_acceptance.model.keypath import parse as parse_key
 from rlark_acceptance.model.yamlsrc import MAX_DEPTH, YamlDoc, parse_yaml, read_text
-from rlark_acceptance.rlinf.searchpath import Checkout, checkout_root, resolve_entry
+from rlark_acceptance.rlinf.searchpath import (
+    ENV_REF,
+    Checkout,
+    JobVariables,
+    checkout_root,
+    resolve_entry,
+)
 
 if TYPE_CHECKING:
     from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -80,6 +86,7 @@ class ConfigProblem:
     message: str
     location: Location | None
     fatal: bool = False  # RLinf (Hydra) would refuse to start with this
+    code: str | None = None  # the finding's code, where it is not config-unloadable
 
     def __repr__(self) -> str:  # the message quotes overrides and values: checks redact it
         return f"ConfigProblem(at {self.location}, fatal={self.fatal})"
@@ -386,6 +393,25 @@ def _interpolated_leaves(data: Any, path: KeyPath) -> Iterable[tuple[KeyPath, st
             yield (*path, k), v
 
 
+def _env_reads(cfg: RLinfConfig, job_env: JobVariables) -> None:
+    """Every value that reads a variable the Job never sets, without a default: RLinf
+    resolves its whole config at start-up, and ``oc.env`` fails on it there."""
+    for path, raw in _interpolated_leaves(cfg.data, ()):
+        for m in ENV_REF.finditer(raw):
+            name = m.group(1)
+            if m.group(2) is not None or job_env.setting(name) is not None:
+                continue
+            dotted = dotted_key(path)
+            cfg.problems.append(
+                ConfigProblem(
+                    f"{dotted}: {raw} reads {name}, and {job_env.unset_remedy(name)}",
+                    cfg.location(dotted),
+                    fatal=True,
+                    code="env-unset",
+                )
+            )
+
+
 class ConfigLoader:
     """Loads and composes RLinf configs, caching parsed files across loads."""
 
@@ -414,11 +440,14 @@ class ConfigLoader:
         overrides: Iterable[Override] = (),
         shown: str | None = None,
         set_by: Mapping[str, str] | None = None,
+        job_env: JobVariables | None = None,
     ) -> RLinfConfig:
         """Compose ``path`` with its defaults (searched in ``config_dir``) and overrides.
 
-        Raises ``InputError`` only when the primary file cannot be read; everything else
-        (a missing default, a bad override) is a ``ConfigProblem``.
+        ``job_env``: the environment the Job gives RLinf (``rlinf.environment``), the only
+        one ``${oc.env:...}`` is read from when given. Raises ``InputError`` only when the
+        primary file cannot be read; everything else (a missing default, a bad override)
+        is a ``ConfigProblem``.
         """
         p = Path(path)
         primary = self.doc(p)
@@ -427,8 +456,12 @@ class ConfigLoader:
         cfg = RLinfConfig(path=primary.path, primary=primary, data={})
         parsed = self._parse_overrides(list(overrides), cfg)
         main = Path(config_dir) if config_dir else p.parent
-        search = self._search_path(cfg, p, main, parsed, set_by or {})
+        search = self._search_path(cfg, p, main, parsed, set_by or {}, job_env)
         cfg.search = search
+        # Hydra stops on a search path variable nothing sets: what it would compose after
+        # (defaults not found, overrides of keys they hold) is not said in its place.
+        before = len(cfg.problems)
+        stopped = any(q.code == "env-unset" for q in cfg.problems)
         group_choices = {
             (o.key_or_group, o.package): (o, src)
             for o, src in parsed
@@ -457,6 +490,10 @@ class ConfigLoader:
                 self._check_hydra_override(cfg, o, src)
                 continue
             self._apply(cfg, o, src)
+        if stopped:
+            cfg.problems[before:] = [q for q in cfg.problems[before:] if not q.fatal]
+        elif job_env is not None:
+            _env_reads(cfg, job_env)
         return cfg
 
     # -- search path ------------------------------------------------------------------
@@ -468,6 +505,7 @@ class ConfigLoader:
         main: Path,
         parsed: list[tuple[HydraOverride, Override]],
         set_by: Mapping[str, str],
+        job_env: JobVariables | None,
     ) -> list[Path]:
         """The folders defaults are looked up in: the config's own, then ``hydra.searchpath``.
 
@@ -492,12 +530,14 @@ class ConfigLoader:
             return dirs
         checkout = self._checkout(path)
         for i, text in enumerate(entries):
-            entry = resolve_entry(text, path, os.environ, checkout, set_by)
+            entry = resolve_entry(text, path, os.environ, checkout, set_by, job_env)
             if entry.problem:
                 # Hydra stops here, but RLinf's launch scripts always set the variable: what
                 # matters is whether a default then goes missing (fatal, below).
                 loc = cfg.primary.loc("hydra", "searchpath", i) if where.line else where
-                cfg.problems.append(ConfigProblem(entry.problem, loc, fatal=entry.unset is None))
+                fatal = entry.never_set or (entry.unset is None and not entry.outside)
+                code = "env-unset" if entry.never_set else None
+                cfg.problems.append(ConfigProblem(entry.problem, loc, fatal=fatal, code=code))
                 if entry.unset:
                     cfg.unset.append(entry.unset)
             elif entry.path is not None:

@@ -23,6 +23,7 @@ from rlark_acceptance.rlinf.config import (
 )
 from rlark_acceptance.rlinf.launch import Launch
 from rlark_acceptance.rlinf.placement import ClusterSummary, redirect_reasons, summarize_cluster
+from rlark_acceptance.rlinf.searchpath import JobVariables
 
 # Where RLinf's runners save (rlinf/runners/*.py, _save_checkpoint).
 LOG_PATH_RUNNERS = frozenset({"embodied", "offline", "sft"})
@@ -40,6 +41,7 @@ class EffectiveRLinf:
     checkpoint_dir: str | None
     checkpoint_key: str | None  # the config key that decides checkpointDir
     problems: list[ConfigProblem] = field(default_factory=list)
+    job_env: JobVariables | None = None  # what the Job's RLinf reads ${oc.env:...} from
 
     def __repr__(self) -> str:  # the config and the run script may hold secrets
         return (
@@ -75,7 +77,10 @@ def evaluate(
     overrides: list[Override] | None = None,
     launch: Launch | None = None,
     shown: str | None = None,
+    job_env: JobVariables | None = None,
 ) -> EffectiveRLinf:
+    """The effective view; ``job_env`` (``rlinf.environment``): what the Job's RLinf
+    reads ``${oc.env:...}`` from, in place of this machine's environment."""
     all_overrides = list(overrides or [])
     if launch is not None:
         all_overrides += launch.overrides
@@ -83,7 +88,12 @@ def evaluate(
     if launch is not None:
         set_by = {name: "the run script" for name in launch.env}
     cfg = loader.load(
-        config_path, config_dir=config_dir, overrides=all_overrides, shown=shown, set_by=set_by
+        config_path,
+        config_dir=config_dir,
+        overrides=all_overrides,
+        shown=shown,
+        set_by=set_by,
+        job_env=job_env,
     )
     problems: list[ConfigProblem] = []
     cfg.cycles()
@@ -134,6 +144,7 @@ def evaluate(
         checkpoint_dir=checkpoint_dir,
         checkpoint_key=key,
         problems=list(dict.fromkeys(problems + cfg.problems)),
+        job_env=job_env,
     )
 
 

@@ -22,12 +22,14 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from rlark_acceptance.model.errors import InputError
+from rlark_acceptance.model.findings import Location
 from rlark_acceptance.model.yamlsrc import read_bytes
 
 _ASSIGN = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
-_ENV_REF = re.compile(r"\$\{oc\.env:([A-Za-z_][A-Za-z0-9_]*)(?:,([^}]*))?\}")
+ENV_REF = re.compile(r"\$\{oc\.env:([A-Za-z_][A-Za-z0-9_]*)(?:,([^}]*))?\}")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Scripts larger than this are not launch scripts; they are not read.
 _MAX_SCRIPT_BYTES = 256 * 1024
@@ -43,6 +45,29 @@ class Exported:
 
     value: str
     script: Path
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A variable as a Job sets it: its value (None: not knowable offline), what sets it
+    (``the role's env``, a script) and where."""
+
+    value: str | None
+    by: str
+    location: Location | None = None
+
+    def __repr__(self) -> str:  # the value may be a secret
+        return f"Setting(by={self.by!r}, {self.location})"
+
+
+class JobVariables(Protocol):
+    """The Job's environment as a search path is resolved in it (``rlinf.environment``)."""
+
+    def setting(self, name: str) -> Setting | None: ...
+
+    def local(self, path: str) -> Path | None: ...
+
+    def unset_remedy(self, name: str) -> str: ...
 
 
 class _Unknown(Exception):
@@ -84,16 +109,21 @@ class _Shell:
             if line.startswith("export ") and "=" not in line:
                 self.exported.update(n for n in line.split()[1:] if _NAME.fullmatch(n))
                 continue
-            m = _ASSIGN.match(line)
-            if not m:
+            if not _ASSIGN.match(line):
                 continue
-            name, value = m.group(1), _strip_comment(m.group(2).strip())
-            try:
-                self.vars[name] = self.expand(value)
-            except (_Unknown, RecursionError):
-                self.vars.pop(name, None)
-            if line.startswith("export"):
-                self.exported.add(name)
+            export = line.startswith("export")
+            words = _words(_strip_comment(line.removeprefix("export").strip()))
+            # ``A=1 cmd``: A is that command's alone, not the script's.
+            if words is None or not all(_ASSIGN.match(w) for w in words):
+                continue
+            for word in words:
+                name, _, value = word.partition("=")
+                try:
+                    self.vars[name] = self.expand(value)
+                except (_Unknown, RecursionError):
+                    self.vars.pop(name, None)
+                if export:
+                    self.exported.add(name)
 
     def expand(self, s: str) -> str:
         out: list[str] = []
@@ -185,15 +215,55 @@ def _split_and(s: str) -> list[str]:
     return parts
 
 
+def _words(line: str) -> list[str] | None:
+    """``line`` split at blanks outside quotes and ``$( )`` / ``${ }``, quotes kept (the
+    shell's own word splitting of an assignment list); None where a quote is left open."""
+    words: list[str] = []
+    cur: list[str] = []
+    depth = 0
+    quote = ""
+    for c in line:
+        if quote:
+            quote = "" if c == quote else quote
+        elif c in "'\"":
+            quote = c
+        elif c in "({":
+            depth += 1
+        elif c in ")}":
+            depth -= 1
+        elif c.isspace() and depth == 0:
+            if cur:
+                words.append("".join(cur))
+                cur = []
+            continue
+        cur.append(c)
+    if quote:
+        return None
+    if cur:
+        words.append("".join(cur))
+    return words
+
+
 def _strip_comment(value: str) -> str:
     if " #" in value and value.count('"') % 2 == 0:
         return value.split(" #", 1)[0].rstrip()
     return value
 
 
+def run_shell(
+    text: str, known: Mapping[str, str], *, source: str | None = None
+) -> dict[str, str | None]:
+    """The variables ``text`` exports, run with ``known`` set: each one's value, or None
+    where it cannot be told offline. ``source`` is the script's path where it runs."""
+    shell = _Shell(Path(source or "script.sh"))
+    shell.vars.update(known)
+    shell.run(text)
+    return {n: shell.vars.get(n) for n in sorted(shell.exported)}
+
+
 def script_exports(script: Path) -> dict[str, str]:
     """The variables ``script`` exports, for those whose value can be told offline."""
-    text = _script_text(script)
+    text = script_text(script)
     if "export" not in text:
         return {}
     shell = _Shell(Path(os.path.realpath(script)))
@@ -201,7 +271,7 @@ def script_exports(script: Path) -> dict[str, str]:
     return {n: v for n, v in shell.vars.items() if n in shell.exported and v}
 
 
-def _script_text(script: Path) -> str:
+def script_text(script: Path) -> str:
     """A launch script's text; a script that cannot be read (a FIFO, too large) has none."""
     try:
         return read_bytes(script, "launch script", _MAX_SCRIPT_BYTES).decode("utf-8", "replace")
@@ -251,31 +321,77 @@ class Checkout:
             self._exports[script] = script_exports(script)
         return self._exports[script]
 
-    def lookup(self, name: str, config: Path) -> Exported | None:
-        """``name`` as the launch script nearest to ``config`` exports it.
-
-        Scripts next to the config and in its parent folders come first (the script that
-        runs a config usually lives above its ``config/`` folder), then the checkout's
-        other scripts in path order.
-        """
-        near: list[Path] = []
+    def launchers(self, config: Path) -> list[Path]:
+        """The scripts that run ``config``: those of its folder, else of the nearest folder
+        above it that has any (the script that runs a config usually lives above its
+        ``config/`` folder)."""
         here = Path(os.path.realpath(config)).parent
         while True:
-            near += [s for s in self.scripts if s.parent == here]
-            if here == self.root or here.parent == here:
-                break
+            level = [s for s in self.scripts if s.parent == here]
+            if level or here == self.root or here.parent == here:
+                return level
             here = here.parent
-        rest = [s for s in self.scripts if s not in set(near)]
-        for script in near + rest:
+
+    def sets(self, script: Path, name: str) -> bool:
+        """Whether ``script`` assigns or exports ``name`` (its value knowable or not)."""
+        pattern = rf"(?m)(?:^|[\s;&]){name}=|\bexport\s+(?:\w+=\S*\s+)*{name}\b"
+        return bool(re.search(pattern, script_text(script)))
+
+    def reads(self, script: Path, name: str) -> bool:
+        """Whether ``script`` uses ``name`` without setting it: its caller must."""
+        text = script_text(script)
+        return bool(re.search(rf"\$\{{?{name}\b", text)) and not self.sets(script, name)
+
+    def lookup(self, name: str, config: Path) -> Exported | None:
+        """``name`` as the launch script that runs ``config`` exports it.
+
+        Its launchers (``launchers``) come first. One that reads ``name`` from its caller
+        leaves it to whoever calls it: the checkout's other scripts are asked, in path
+        order, as those callers. Launchers that neither set nor read it settle it: unset.
+        """
+        near = self.launchers(config)
+        for script in near:
+            value = self.exports(script).get(name) or self._with_callers(script, name, near)
+            if value:
+                return Exported(value, script)
+        if near and not any(self.reads(s, name) for s in near):
+            return None  # set there but not knowable offline, or never set
+        return self._elsewhere(name, near)
+
+    def _elsewhere(self, name: str, near: list[Path]) -> Exported | None:
+        """``name`` as the checkout's scripts other than ``near`` export it, in path order."""
+        for script in (s for s in self.scripts if s not in set(near)):
             value = self.exports(script).get(name)
             if value:
                 return Exported(value, script)
         return None
 
+    def _with_callers(self, script: Path, name: str, near: list[Path]) -> str | None:
+        """``name`` as ``script`` exports it from what its caller sets (``EMBODIED_PATH=
+        ${REPO_PATH}/...``), those taken as the checkout's other scripts export them."""
+        if not self.sets(script, name):
+            return None
+        text = script_text(script)
+        callers: dict[str, str] = {}
+        for var in dict.fromkeys(re.findall(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", text)):
+            found = self._elsewhere(var, near) if self.reads(script, var) else None
+            if found is not None:
+                callers[var] = found.value
+        if not callers:
+            return None
+        return run_shell(text, callers, source=os.path.realpath(script)).get(name)
+
+    def never_sets(self, name: str, config: Path) -> list[Path]:
+        """The launchers of ``config`` when none of them sets or reads ``name``."""
+        near = self.launchers(config)
+        if any(self.sets(s, name) or self.reads(s, name) for s in near):
+            return []
+        return near
+
     def mentions(self, name: str) -> list[Path]:
         """Scripts that export ``name`` (with a value that is not knowable offline)."""
         pattern = re.compile(rf"\bexport\s+{name}\b")
-        return [s for s in self.scripts if pattern.search(_script_text(s))]
+        return [s for s in self.scripts if pattern.search(script_text(s))]
 
 
 @dataclass(frozen=True)
@@ -286,6 +402,8 @@ class SearchEntry:
     path: Path | None
     problem: str | None = None
     unset: str | None = None  # the environment variable that could not be told
+    never_set: bool = False  # nothing that runs the config sets it: Hydra stops on it
+    outside: bool = False  # a folder of the image only: not checked here
 
 
 def resolve_entry(
@@ -294,12 +412,17 @@ def resolve_entry(
     env: Mapping[str, str],
     checkout: Checkout | None,
     set_by: Mapping[str, str] | None = None,
+    job: JobVariables | None = None,
 ) -> SearchEntry:
     """Resolve ``${oc.env:VAR}`` in one entry and turn ``file://`` into a folder.
 
     ``set_by`` names, per variable, what sets it where RLinf really runs (the Job's run
-    script, inside the image): said in the finding when it is unknown here.
+    script, inside the image): said in the finding when it is unknown here. Given the
+    Job's environment (``job``), the variables are that environment's alone: what this
+    machine or the checkout's other scripts set does not reach the Job's RLinf.
     """
+    if job is not None:
+        return _resolve_in_job(text, job)
     missing: list[str] = []
 
     def sub(m: re.Match[str]) -> str:
@@ -315,11 +438,13 @@ def resolve_entry(
         missing.append(name)
         return ""
 
-    value = _ENV_REF.sub(sub, text)
+    value = ENV_REF.sub(sub, text)
     if missing:
         name = missing[0]
         where = (set_by or {}).get(name)
-        return SearchEntry(text, None, _unset_message(name, text, checkout, where), name)
+        message = _unset_message(name, text, checkout, where, config)
+        never = checkout is not None and where is None and bool(checkout.never_sets(name, config))
+        return SearchEntry(text, None, message, name, never_set=never)
     if "${" in value:
         return SearchEntry(text, None, f"hydra.searchpath entry {text!r} cannot be resolved")
     if value.startswith("pkg://"):
@@ -328,7 +453,55 @@ def resolve_entry(
     return SearchEntry(text, Path(path) if path else None)
 
 
-def _unset_message(name: str, text: str, checkout: Checkout | None, set_by: str | None) -> str:
+def _resolve_in_job(text: str, job: JobVariables) -> SearchEntry:
+    missing: list[str] = []
+    unknown: list[tuple[str, Setting]] = []
+
+    def sub(m: re.Match[str]) -> str:
+        name, default = m.group(1), m.group(2)
+        setting = job.setting(name)
+        if setting is None:
+            if default is not None:
+                return default.strip().strip("'\"")
+            missing.append(name)
+        elif setting.value is None:
+            unknown.append((name, setting))
+        else:
+            return setting.value
+        return ""
+
+    value = ENV_REF.sub(sub, text)
+    head = f"hydra.searchpath entry {text!r}"
+    if missing:
+        name = missing[0]
+        message = f"{head} reads {name}, and {job.unset_remedy(name)}"
+        return SearchEntry(text, None, message, name, never_set=True)
+    if unknown:
+        name, setting = unknown[0]
+        message = f"{head}: {setting.by} sets {name} to a value not knowable before the run"
+        return SearchEntry(text, None, message, name)
+    if "${" in value:
+        return SearchEntry(text, None, f"{head} cannot be resolved")
+    if value.startswith("pkg://"):
+        return SearchEntry(text, None, None)
+    path = value.removeprefix("file://")
+    local = job.local(path) if path else None
+    if local is None:
+        message = (
+            f"{head} is {path} in the image, and no folder here holds the same files: "
+            "the defaults found there are not checked"
+        )
+        return SearchEntry(text, None, message, outside=True)
+    return SearchEntry(text, local)
+
+
+def _unset_message(
+    name: str,
+    text: str,
+    checkout: Checkout | None,
+    set_by: str | None,
+    config: Path | None = None,
+) -> str:
     head = f"hydra.searchpath entry {text!r}: environment variable {name} is not set"
     if set_by:
         return (
@@ -339,6 +512,15 @@ def _unset_message(name: str, text: str, checkout: Checkout | None, set_by: str 
         return (
             f"{head}, and the config is not inside an RLinf checkout whose launch scripts "
             f"export it; export {name} as the launch script that runs this config does"
+        )
+    launchers = checkout.never_sets(name, config) if config is not None else []
+    if launchers:
+        names = ", ".join(str(s.relative_to(checkout.root)) for s in launchers[:3])
+        return (
+            f"{head}: {names}, the launch script{'s' if len(launchers) > 1 else ''} beside "
+            f"this config, never set{'s' if len(launchers) == 1 else ''} it and Hydra stops "
+            f"on it; export {name} there, or name its folder in the run command's "
+            "hydra.searchpath"
         )
     scripts = checkout.mentions(name)
     if scripts:

@@ -18,7 +18,7 @@ def loaded_config_single_node(ctx: Context) -> Iterator[Finding]:
         if p.fatal:
             yield error(
                 CheckId.LOADED_NUM_NODES_IS_ONE,
-                "config-unloadable",
+                p.code or "config-unloadable",
                 f"RLinf would not start: {p.message}",
                 p.location,
             )
