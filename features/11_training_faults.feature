@@ -42,7 +42,7 @@ Feature: 训练检查 Training checks go red at the right check (beyond the page
     Given the default acceptance profile
     And the run command adds the override "runner.logger.logger_backends=[]"
     When the Job is submitted despite the pre-flight
-    Then check T.2 is the earliest failure naming "logged no TensorBoard scalars"
+    Then check T.2 is the earliest failure naming "RLinf writes no TensorBoard events"
 
   @check-T.3 @negative @runtime
   Scenario: a run whose weights never change is not accepted

@@ -14,6 +14,8 @@ from typing import Any
 
 from rlark_acceptance.model.findings import Location
 from rlark_acceptance.model.keypath import KeyPath
+from rlark_acceptance.rlinf.backends import KEY as BACKENDS_KEY
+from rlark_acceptance.rlinf.backends import Backends, backends_of
 from rlark_acceptance.rlinf.config import (
     ConfigLoader,
     ConfigProblem,
@@ -59,6 +61,12 @@ class EffectiveRLinf:
 
     def location(self, key: str | KeyPath) -> Location:
         return self.config.location(key)
+
+    @property
+    def backends(self) -> Backends:
+        """What RLinf's MetricLogger writes (``rlinf.backends``)."""
+        present = self.config.has(BACKENDS_KEY)
+        return backends_of(self.config.raw(BACKENDS_KEY) if present else None, present=present)
 
 
 def _select(cfg: RLinfConfig, key: str, problems: list[ConfigProblem]) -> Any:

@@ -6,9 +6,17 @@ import posixpath
 from collections.abc import Iterator
 
 from rlark_acceptance.model.doc_checks import CheckId
-from rlark_acceptance.model.findings import Finding, error, warning
+from rlark_acceptance.model.findings import Finding, Location, error, warning
 from rlark_acceptance.model.job import mount_for, under
 from rlark_acceptance.preflight.checks.base import Context, check
+from rlark_acceptance.rlinf.backends import KEY as BACKENDS_KEY
+from rlark_acceptance.rlinf.backends import (
+    SUPPORTED,
+    WANDB_REMEDY,
+    Backends,
+    wandb_goes_online,
+)
+from rlark_acceptance.rlinf.effective import EffectiveRLinf
 
 
 @check(CheckId.HEAD_ROLE_IS_WORKER, needs=("job",))
@@ -102,20 +110,34 @@ def run_script(ctx: Context) -> Iterator[Finding]:
 @check(CheckId.TENSORBOARD_PATH, needs=("job", "rlinf"))
 def tensorboard_dir(ctx: Context) -> Iterator[Finding]:
     job, r = ctx.the_job, ctx.the_rlinf
-    backends = r.config.raw("runner.logger.logger_backends") or []
-    uses_tb = isinstance(backends, list) and "tensorboard" in backends
+    backends = r.backends
     tb = job.tensorboard_log_dir
     loc = job.loc("spec", "tensorboard", "logDir")
     events = posixpath.join(r.log_path, "tensorboard") if r.log_path else None
-    if not tb:
-        if uses_tb:
-            where = events or "<runner.logger.log_path>/tensorboard"
+    yield from _backends(ctx, backends)
+    if not backends.judged:
+        return
+    if not backends.tensorboard:
+        if tb:
             yield warning(
                 CheckId.TENSORBOARD_PATH,
-                "tensorboard-missing",
-                f"RLinf writes TensorBoard events to {where}; fill it in to see them",
-                job.loc("spec"),
+                "tensorboard-not-written",
+                f"the TensorBoard path is set, but {backends.said()}: RLinf writes no "
+                "TensorBoard events, so the page stays empty (and T.2 has no metrics to "
+                "read); add tensorboard to the config's logger_backends, or leave "
+                "tensorboard.logDir empty",
+                _backends_loc(r),
             )
+        return
+    if not tb:
+        where = events or "<runner.logger.log_path>/tensorboard"
+        yield warning(
+            CheckId.TENSORBOARD_PATH,
+            "tensorboard-missing",
+            f"RLinf writes TensorBoard events to {where}; fill in tensorboard.logDir with "
+            "it to see them",
+            job.loc("spec"),
+        )
         return
     if not posixpath.isabs(tb):
         yield error(
@@ -146,3 +168,36 @@ def tensorboard_dir(ctx: Context) -> Iterator[Finding]:
             f"TensorBoard path {tb} is under no mount",
             loc,
         )
+
+
+def _backends_loc(r: EffectiveRLinf) -> Location:
+    key = BACKENDS_KEY if r.config.has(BACKENDS_KEY) else "runner.logger"
+    return r.location(key)
+
+
+def _backends(ctx: Context, backends: Backends) -> Iterator[Finding]:
+    """A backend RLinf does not know stops it; wandb online needs a key and a network."""
+    r = ctx.the_rlinf
+    if backends.unknown:
+        yield error(
+            CheckId.TENSORBOARD_PATH,
+            "logger-backend-unknown",
+            f"{backends.said()}: RLinf's MetricLogger knows only {', '.join(SUPPORTED)} and "
+            f"stops at start-up on {', '.join(backends.unknown)}; spell it as one of those",
+            _backends_loc(r),
+        )
+    if "wandb" in backends.names and r.job_env is not None:
+        env = r.job_env
+
+        def variable(name: str) -> str | None:
+            setting = env.setting(name)
+            return None if setting is None else (setting.value or "?")
+
+        if wandb_goes_online(variable):
+            yield warning(
+                CheckId.TENSORBOARD_PATH,
+                "wandb-online",
+                f"{backends.said()}: wandb logs online, and the Job sets neither WANDB_MODE "
+                f"offline nor a key; a Pod may have no way out to its server: {WANDB_REMEDY}",
+                _backends_loc(r),
+            )

@@ -222,7 +222,8 @@ class Outputs:
                 locate(adapter, plan.job, t.tensorboard, known=expected)
                 if t.tensorboard
                 else Unlocated(
-                    "no TensorBoard location: set runner.logger.log_path, the Job's "
+                    t.no_events
+                    or "no TensorBoard location: set runner.logger.log_path, the Job's "
                     "tensorboard.logDir or the profile's training.tensorboard"
                 )
             )

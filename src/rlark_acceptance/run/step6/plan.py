@@ -21,6 +21,7 @@ from rlark_acceptance.model.profile import KeepOutputs, Profile
 from rlark_acceptance.model.timeouts import Timeouts
 from rlark_acceptance.model.training import DEFAULT_RESUME_STEPS, Expectation, TrainingSpec
 from rlark_acceptance.preflight.entry import PreflightResult
+from rlark_acceptance.rlinf.backends import in_config
 from rlark_acceptance.run.step6.run_id import for_run, new_run_id
 from rlark_acceptance.run.step6.steps import StepsTarget, config_steps
 
@@ -41,6 +42,7 @@ class TrainingPlan:
     tensorboard: str | None  # T.2: where the events are, a path in the Worker
     expect: tuple[Expectation, ...] = ()
     resume_steps: int = DEFAULT_RESUME_STEPS  # T.4: the second submission's steps past N
+    no_events: str | None = None  # why the run writes no TensorBoard events (T.2 unjudged)
 
     def on(self, check: str) -> bool:
         return check in self.checks
@@ -66,12 +68,27 @@ def training_plan(
         source = "runner.max_epochs / runner.max_steps of the config the Worker runs"
         target = StepsTarget(steps, source) if steps else StepsTarget(None, "")
     tensorboard = spec.tensorboard
-    if tensorboard is None and log_path:
+    backends = in_config(config)
+    no_events = None
+    if tensorboard is None and backends.judged and not backends.tensorboard:
+        # RLinf's MetricLogger writes no events: looking for them would wait for nothing.
+        no_events = (
+            f"{backends.said()}: RLinf writes no TensorBoard events, so the metrics cannot "
+            "be judged; add tensorboard to the config's logger_backends, or turn T.2 off "
+            "in the profile's training.checks"
+        )
+    elif tensorboard is None and log_path:
         tensorboard = posixpath.join(log_path, "tensorboard")  # RLinf's MetricLogger
-    if tensorboard is None:
+    if tensorboard is None and no_events is None:
         tensorboard = job.tensorboard_log_dir
     return TrainingPlan(
-        checks, target, spec.step_pattern, tensorboard, spec.expect, spec.resume_steps
+        checks,
+        target,
+        spec.step_pattern,
+        tensorboard,
+        spec.expect,
+        spec.resume_steps,
+        no_events,
     )
 
 
