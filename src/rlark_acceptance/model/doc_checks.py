@@ -502,6 +502,28 @@ _REMEDY_FOR_MESSAGE: dict[str, tuple[tuple[re.Pattern[str], str], ...]] = {
             "what the message names, at its line",
         ),
     ),
+    # 5.6 compares four prepared values: the remedy names the one that differs.
+    "5.6": (
+        (
+            re.compile(r"^image .* differs from prepared"),
+            "Step 5: set the Worker's image in the YAML to the prepared one (runInfo.image)",
+        ),
+        (
+            re.compile(r"run script differs from the prepared start command"),
+            "Step 5: make the run script in the YAML the prepared start command "
+            "(runInfo.startCommand), word for word",
+        ),
+        (
+            re.compile(r"prepare script lacks the prepared command"),
+            "Step 5: put the prepared command (runInfo.prepareCommand) in the Worker's "
+            "prepare script",
+        ),
+        (
+            re.compile(r"no mount holds the prepared"),
+            "Step 5: add to the Worker a mount whose container path holds the prepared path "
+            "(runInfo.paths), or correct the prepared path",
+        ),
+    ),
     "3.2": (
         (
             re.compile(r"hits 0 |hits no node|matches no node"),

@@ -84,7 +84,8 @@ def run_script(ctx: Context) -> Iterator[Finding]:
             CheckId.START_COMMAND_KEPT,
             "rlinf-command-not-found",
             "no RLinf command (a launch script or python entry point) found in the "
-            "run script: its overrides and working directory cannot be checked",
+            "run script: its overrides and working directory cannot be checked; call RLinf's "
+            "launch script (bash .../run_embodiment.sh NAME) or its python entry point there",
             loc,
         )
         return
@@ -151,7 +152,8 @@ def tensorboard_dir(ctx: Context) -> Iterator[Finding]:
         yield warning(
             CheckId.TENSORBOARD_PATH,
             "tensorboard-unverifiable",
-            "the log path is not known, so the TensorBoard path cannot be verified",
+            "the log path is not known, so the TensorBoard path cannot be verified: give "
+            "runner.logger.log_path an absolute path (or cd in the run script)",
             loc,
         )
     elif not under(events, tb):

@@ -85,7 +85,8 @@ def node_selection(ctx: Context) -> Iterator[Finding]:
             yield warning(
                 CheckId.ONE_NODE_SELECTED,
                 "selector-empty",
-                "no node selection: nothing keeps the Worker to one expected node",
+                "no node selection: nothing keeps the Worker to one expected node; select it "
+                "(nodeSelector kubernetes.io/hostname: <the node>)",
                 loc,
             )
         return
@@ -133,7 +134,11 @@ def gpu_findings(
         )
     elif need is not None and gpus > need:
         yield warning(
-            check_id, "gpus-unused", f"requests {gpus} GPUs; the placement uses {need}", loc
+            check_id,
+            "gpus-unused",
+            f"requests {gpus} GPUs; the placement uses {need}: request {need}, or place "
+            f"the components on all {gpus}",
+            loc,
         )
     if cap is not None and gpus > cap:
         yield error(
@@ -181,7 +186,8 @@ def prepare_script(ctx: Context) -> Iterator[Finding]:
         yield warning(
             CheckId.PREPARE_SCRIPT,
             "entrypoint-reliance",
-            "the scripts refer to the image ENTRYPOINT, which RLark does not run",
+            "the scripts refer to the image ENTRYPOINT, which RLark does not run: start "
+            "what it starts in the prepare script",
             role.loc("prepareScript"),
         )
 
