@@ -21,6 +21,7 @@ from rlark_acceptance.diagnose import command as diagnose_command
 from rlark_acceptance.model.doc_checks import BY_ID, CHECKS, remedy
 from rlark_acceptance.model.errors import InputError
 from rlark_acceptance.model.findings import Severity, Status
+from rlark_acceptance.scaffold import command as scaffold_command
 
 EXIT_OK, EXIT_FINDINGS, EXIT_INPUT = 0, 1, 2
 
@@ -151,6 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: the history the run kept its summary in, else none)",
     )
     diagnose_command.add_parser(sub)
+    scaffold_command.add_parser(sub)
     return p
 
 
@@ -161,6 +163,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _preflight(args)
         if args.command == "diagnose":
             return diagnose_command.main(args)
+        if args.command == "init":
+            return scaffold_command.main(args)
         if args.command == "report":
             from pathlib import Path
 

@@ -1,0 +1,1 @@
+"""``rlark-acceptance init``: a profile for a new site from what the site already has."""
