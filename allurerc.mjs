@@ -4,7 +4,8 @@
 // the previous report whole, and exits with the gate's status.
 //
 // The report's name carries the verdict of the results being rendered (their executor.json,
-// written by the run), the tree is the page (epic → doc section → check), categories are the
+// written by the run), the tree is the page (epic → doc section → each check once, its
+// scenarios the check's steps), categories are the
 // doc's sections, and the history of earlier runs is kept in <reports>/allure-history.jsonl
 // (appended by every `generate`). RLARK_REPORTS_DIR names the reports directory,
 // RLARK_RESULTS_DIR the results (default <reports>/allure-results), RLARK_REPORT_OUTPUT
@@ -79,8 +80,10 @@ const labelOf = (tr, name) => (tr.labels.find((l) => l.name === name) || {}).val
 const notReached = (tr) =>
   tr.status === "skipped" && /^not (reached|finished)/.test(tr.message || tr.error?.message || "");
 
-// What failed comes before what was not reached because of it; then the page's order.
-const rank = (tr) => (["failed", "broken"].includes(tr.status) ? 0 : 1);
+// What failed comes before what was not reached because of it; then the page's order. The
+// check an interrupt stopped in ("not finished") is where the run stopped: with the failures.
+const stoppedIn = (tr) => /^not finished/.test(tr.message || tr.error?.message || "");
+const rank = (tr) => (["failed", "broken"].includes(tr.status) || stoppedIn(tr) ? 0 : 1);
 const orderOf = (tr) => labelOf(tr, "feature") + " " + checkOf(tr) + " " + labelOf(tr, "profile");
 
 // The release is not accepted when a check scenario of the profile as it is failed, broke,
@@ -123,7 +126,8 @@ export default {
       options: {
         reportName: name,
         singleFile: false,
-        groupBy: isRelease ? ["parentSuite", "suite", "subSuite"] : ["epic", "feature", "story"],
+        // One result per check (run/allure_results.py): the check is the tree's leaf, once.
+        groupBy: isRelease ? ["parentSuite", "suite", "subSuite"] : ["epic", "feature"],
         stepTreeExpansion: "expand_failed_only",
         defaultSortBy: "name,asc", // the sections are numbered in the page's order
         reportLanguage: "en",
@@ -132,6 +136,10 @@ export default {
   },
   categories: {
     rules: [
+      {
+        name: "The run stopped outside the checks (an interrupt, a usage error)",
+        matchers: { statuses: ["broken"], labels: { feature: "00 the run" } },
+      },
       {
         name: "Self-checks of the harness (a changed copy of the profile)",
         matchers: { statuses: ["failed", "broken"], labels: { acceptance: "self-check" } },

@@ -38,7 +38,12 @@ _PROBE_PAGE = """<!doctype html><html><body style="margin:0">
 <script>
 const frame = document.getElementById("r");
 function done() {{
-  document.getElementById("seen").textContent = frame.contentDocument.body.innerText;
+  // The report shows a description in a frame of its own: its text is part of the page.
+  const doc = frame.contentDocument;
+  const inner = [...doc.querySelectorAll("iframe")].map(
+    (f) => f.contentDocument?.body?.innerText || "");
+  const all = [doc.body.innerText, ...inner];
+  document.getElementById("seen").textContent = all.join(String.fromCharCode(10));
 }}
 function press(doc, text) {{
   const buttons = [...doc.querySelectorAll("button, [role=tab]")].filter(

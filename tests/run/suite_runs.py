@@ -133,11 +133,25 @@ class SuiteRun:
             out.append(json.loads(p.read_text(encoding="utf-8")))
         return out
 
-    def allure_result(self, scenario: str) -> dict[str, Any]:
-        """The result of the Gherkin scenario named so (its test is named ``[check] …``)."""
-        found = [r for r in self.allure_results() if _unprefixed(r.get("name", "")) == scenario]
-        assert found, f"no Allure result named {scenario!r}"
+    def allure_check(self, check: str) -> dict[str, Any]:
+        """The one Allure result of ``check`` (named ``[check] <what it says>``)."""
+        found = [r for r in self.allure_results() if r.get("name", "").startswith(f"[{check}] ")]
+        assert len(found) == 1, f"{len(found)} Allure results of {check}"
         return found[0]
+
+    def allure_scenario(self, check: str, scenario: str) -> dict[str, Any]:
+        """The step of ``check``'s result that is the Gherkin scenario named so (named
+        ``[check] …`` as in JUnit)."""
+        steps = self.allure_check(check).get("steps", [])
+        found = [s for s in steps if _unprefixed(s.get("name", "")) == scenario]
+        assert found, f"no scenario {scenario!r} in {check}: {[s['name'] for s in steps]}"
+        return found[0]
+
+    def allure_counts(self) -> dict[str, int]:
+        """The Allure results by status, and their total: what Allure's header counts."""
+        results = self.allure_results()
+        out = {s: sum(1 for r in results if r["status"] == s) for s in STATUSES}
+        return out | {"total": len(results)}
 
     def attachment(self, result: dict[str, Any], name: str) -> str:
         for a in _attachments(result):
@@ -174,6 +188,22 @@ class Rendered:
             json.loads(p.read_text(encoding="utf-8"))
             for p in sorted((self.report / "data" / "test-results").glob("*.json"))
         ]
+
+
+# Allure's statuses, and the record's counts (run-summary.json's ``counts``) each shows.
+STATUSES = ("passed", "failed", "broken", "skipped")
+SHOWN_AS = {
+    "passed": ("passed",),
+    "failed": ("failed",),
+    "broken": ("broken", "error"),
+    "skipped": ("notReached", "notSelected"),
+}
+
+
+def allure_counts_of(counts: dict[str, int]) -> dict[str, int]:
+    """run-summary.json's ``counts`` in Allure's statuses."""
+    out = {s: sum(counts[k] for k in SHOWN_AS[s]) for s in STATUSES}
+    return out | {"total": counts["total"]}
 
 
 def _unprefixed(name: str) -> str:

@@ -53,8 +53,7 @@ def test_a_worker_printing_300_mb_before_its_work_passes(tmp_path: Path) -> None
     assert s["outputs"]["removed"] > 0, s["outputs"]
     assert all(c.find("failure") is None for c in run.junit.iter("testcase"))
     # The first signal is found after every loud line: 3 million lines were read.
-    signal = run.allure_result("RLinf 日志出现预先确定的训练进展")
-    assert signal["status"] == "passed"
+    assert run.allure_check("6.4")["status"] == "passed"
 
 
 def test_a_loud_worker_that_dies_fails_6_4_at_once_with_its_last_lines(tmp_path: Path) -> None:
@@ -70,7 +69,7 @@ def test_a_loud_worker_that_dies_fails_6_4_at_once_with_its_last_lines(tmp_path:
     assert "(timeouts." not in first["message"], "waited for the deadline"
     assert s["checks"]["6.5"] == "notReached"
     assert remedy("6.4") in run.output
-    result = run.allure_result("RLinf 日志出现预先确定的训练进展")
+    result = run.allure_scenario("6.4", "RLinf 日志出现预先确定的训练进展")
     excerpt = run.attachment(result, "Worker log (excerpt)")
     assert excerpt.splitlines()[-1] == "fatal - out of ideas"
     assert "earlier lines of" in excerpt.splitlines()[0]  # the excerpt says what it left out

@@ -276,8 +276,9 @@ def test_the_worker_log_of_a_planted_job_is_redacted(
 def test_no_object_reachable_from_a_run_prints_a_planted_value(
     planted_profile: tuple[Path, list[Planted]], tmp_path: Path
 ) -> None:
-    """allure stores the repr() of every step argument: every object a step can receive, and
-    every dataclass reachable from one, prints no planted value in its repr() or str()."""
+    """A failure's traceback shows the repr() of step arguments: every object a step can
+    receive, and every dataclass reachable from one, prints no planted value in its repr()
+    or str()."""
     import dataclasses
 
     from fixtures.workspace import Workspace

@@ -4,11 +4,13 @@ One run per Step 6 phase (profile mistakes the pre-flight cannot see, so the Job
 submitted), one per pre-flight section, a green one, an interrupted one, a crash in a
 fixture and a usage error. Each checks what a release engineer reads: the earliest failing
 check and its remedy in ``run-summary.json``, the checks not reached, the JUnit testcase and
-the Allure result of the failing scenario with its evidence.
+the Allure result of the failing check with its scenarios and their evidence, and that
+Allure counts what run-summary.json counts.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Iterator
@@ -18,12 +20,13 @@ from typing import Any
 import junitparser
 import pytest
 
-from rlark_acceptance.model.doc_checks import ALL_CHECKS, remedy
+from rlark_acceptance.model.doc_checks import ALL_CHECKS, BY_ID, remedy
 from tests.run.suite_runs import (
     AS_IT_IS,
     STEP6_ONLY,
     Site,
     SuiteRun,
+    allure_counts_of,
     run_suite,
     run_suite_interrupted,
     site_copy,
@@ -53,15 +56,25 @@ def assert_red_at(run: SuiteRun, check: str) -> dict[str, Any]:
 
 
 def assert_allure_failure(run: SuiteRun, scenario: str, check: str) -> dict[str, Any]:
-    result = run.allure_result(scenario)
+    """The check's one result: failed, under its doc section, its message said once (the
+    record's), the remedy beside it, and the failing scenario a failed step of it."""
+    result = run.allure_check(check)
     assert result["status"] == "failed", result["status"]
+    assert result["name"] == f"[{check}] {BY_ID[check].says}", result["name"]
     labels = {(label["name"], label["value"]) for label in result["labels"]}
     assert ("epic", "在单个 GPU 节点上运行 RLinf") in labels
     section = next(c.section for c in ALL_CHECKS if c.id == check)
     assert any(n == "feature" and v.endswith(section) and v[:2].isdigit() for n, v in labels)
-    assert any(n == "story" and v.startswith(f"{check} ") for n, v in labels)
-    assert ("acceptance", "profile") in labels
+    assert ("acceptance", "profile") in labels and ("failedCheck", check) in labels
+    message = result["statusDetails"]["message"]
+    assert message.startswith(f"[{check}] "), message
+    first = run.summary["earliestFailure"]
+    if first and first["check"] == check:
+        assert message == f"[{check}] {first['message']}", (message, first)
+    needle = json.dumps(message.removeprefix(f"[{check}] "), ensure_ascii=False)[1:-1]
+    assert json.dumps(result, ensure_ascii=False).count(needle) == 1, "said more than once"
     assert remedy(check) in result["description"], result["description"]
+    assert run.allure_scenario(check, scenario)["status"] == "failed"
     return result
 
 
@@ -108,8 +121,8 @@ TERMINAL_WORDS = {
 
 
 def assert_one_count(run: SuiteRun) -> dict[str, int]:
-    """The terminal's closing line and junit.xml, as CI reads it, count what run-summary.json
-    counts: the checks, each once, and the run's error entry."""
+    """The terminal's closing line, junit.xml as CI reads it and the Allure results count
+    what run-summary.json counts: the checks, each once, and the run's error entry."""
     counts = dict(run.summary["counts"])
     closing = run.output.rstrip().splitlines()[-1]
     said = {w: int(n) for n, w in re.findall(r"(\d+) ([a-z ]+?)(?=,| in )", closing)}
@@ -124,6 +137,9 @@ def assert_one_count(run: SuiteRun) -> dict[str, int]:
     assert kinds.count("Failure") == counts["failed"], (kinds, counts)
     assert kinds.count("Error") == counts["broken"] + counts["error"], (kinds, counts)
     assert kinds.count("Skipped") == counts["notReached"] + counts["notSelected"], counts
+    # Allure: a result per check by status (not reached and not selected are skipped), and
+    # one broken result for the run's error.
+    assert run.allure_counts() == allure_counts_of(counts), (run.allure_counts(), counts)
     return counts
 
 
@@ -350,8 +366,10 @@ def test_a_preflight_mistake_is_the_earliest_failure_and_step6_is_not_reached(
     result = assert_allure_failure(run, scenario, check)
     assert new.strip() in run.attachment(result, "Job YAML") or where == "profile"
     assert f'"check": "{check}"' in run.attachment(result, "pre-flight findings")
-    step6 = run.allure_result("任务列表中出现本次 Job")
-    assert step6["status"] == "skipped" and "not reached" in step6["statusDetails"]["message"]
+    step6 = run.allure_check("6.1")
+    assert step6["status"] == "skipped"
+    assert step6["statusDetails"]["message"].startswith("not reached"), step6["statusDetails"]
+    assert_one_count(run)
     assert remedy(check) in junit_failure(run, check)
     assert_rendered_red(run, check)
 
@@ -486,6 +504,7 @@ def test_a_step6_phase_fails_with_its_cause_and_later_phases_are_not_reached(
     assert run.attachment(result, "Worker log (excerpt)")
     assert '"phases"' in run.attachment(result, "Pods and events")
     assert "kind: Job" in run.attachment(result, "Job YAML")
+    assert_one_count(run)
     assert remedy(check) in junit_failure(run, check)
     assert_rendered_red(run, check)
 
@@ -560,19 +579,23 @@ def test_the_whole_suite_on_a_profile_whose_first_signal_never_appears(tmp_path:
     assert len(said) == len(self_checks["inconclusive"]), said
     assert all("the profile as it is fails at 6.4" in line for line in said), said
 
-    # Allure: not failed, no critical severity, no remedy of its own.
-    rendered = assert_rendered_red(run, "6.4")
+    # Allure: an inconclusive self-check is a skipped step of its check, saying why, and
+    # breaks nothing; the one failed result is the profile's check.
     names = {e["scenario"] for e in self_checks["inconclusive"]}
-    seen = [t for t in rendered.test_results() if t["name"].split("] ", 1)[-1] in names]
+    seen = [
+        step
+        for result in run.allure_results()
+        for step in result.get("steps", [])
+        if step["name"].split("] ", 1)[-1] in names
+    ]
     assert len(seen) >= len(names), (len(seen), names)
-    for t in seen:
-        labels = {(x["name"], x["value"]) for x in t["labels"]}
-        assert t["status"] == "skipped", (t["name"], t["status"])
-        assert t["error"]["message"] == "inconclusive: the profile itself fails at 6.4", t["error"]
-        assert ("severity", "critical") not in labels, t["name"]
-        assert "remedy" not in (t.get("description") or ""), t["name"]
+    for step in seen:
+        assert step["status"] == "skipped", (step["name"], step["status"])
+        said = step["statusDetails"]["message"]
+        assert said == "inconclusive: the profile itself fails at 6.4", said
+    rendered = assert_rendered_red(run, "6.4")
     failed = [t for t in rendered.test_results() if t["status"] in ("failed", "broken")]
-    assert [t["name"] for t in failed] == [f"[6.4] {STEP6_SCENARIOS['6.4']}"]
+    assert [t["name"] for t in failed] == [f"[6.4] {BY_ID['6.4'].says}"]
 
 
 # -- green, interrupted, a crash, a usage error -------------------------------------------
@@ -652,6 +675,8 @@ def test_green_then_red_then_interrupted_in_one_reports_dir(tmp_path: Path) -> N
     assert not passed, f"an interrupted Step 6 reads green: {passed}"
     skipped = {r.message for _, c in cases for r in c.result if isinstance(r, junitparser.Skipped)}
     assert "not reached: interrupted" in skipped, skipped
+    broken = [r["name"] for r in run.allure_results() if r["status"] == "broken"]
+    assert len(broken) == 1 and broken[0].startswith("[run] interrupted during [6.1]"), broken
     rendered = run.render()
     assert rendered.returncode == 1, rendered.output
     assert rendered.title.endswith("INTERRUPTED at 6.1"), rendered.title

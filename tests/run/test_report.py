@@ -172,15 +172,18 @@ def test_the_summary_file_is_redacted_and_complete(tmp_path: Path) -> None:
 
 
 def test_allure_labels_sort_as_the_page_and_carry_the_check() -> None:
-    labels = writers.allure_labels(["6.4"], "profile")
-    d = dict(labels)
+    from rlark_acceptance.run.allure_results import labels
+    from rlark_acceptance.run.report import CheckOutcome
+
+    d = dict(labels(CheckOutcome("6.4", "failed")))
     assert d["epic"] == writers.PAGE
     assert d["feature"] == "08 Step 6 确认任务开始运行"
     assert d["story"].startswith("6.4 ") and d["severity"] == "critical"
+    assert d["failedCheck"] == "6.4" and d["acceptance"] == "profile"
     sections = [writers.section_label(c.id) for c in CHECKS]
     assert sections == sorted(sections), "a tree sorted by name reads as the page"
-    assert dict(writers.allure_labels(["5.8"], "profile"))["severity"] == "critical"
-    assert dict(writers.allure_labels(["2.1"], "self-check"))["parentSuite"].startswith("self")
+    assert dict(labels(CheckOutcome("5.8", "passed")))["severity"] == "critical"
+    assert dict(labels(CheckOutcome("2.1", "broken")))["acceptance"] == "self-check"
 
 
 def test_every_check_has_one_outcome_and_the_counts_add_up_to_the_checks() -> None:

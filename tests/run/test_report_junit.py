@@ -157,17 +157,6 @@ def test_names_sort_the_profile_first_within_a_check() -> None:
     assert [s.nodeid for s in r.in_page_order()] == ["zzz", "aaa"]
 
 
-def test_every_scenario_sits_under_its_own_checks_section() -> None:
-    labels = writers.allure_labels(["2.1", "6.1"], "self-check", "6.1")
-    assert dict(labels)["feature"] == "08 Step 6 确认任务开始运行"
-    assert [v for n, v in labels if n == "story"] == [writers.story_label("6.1")]
-    labels = writers.allure_labels(["3.4", "P.1"], "self-check", "3.4")
-    assert dict(labels)["feature"].startswith("05 Step 3")
-    # Several checks of one section: each is a story of it.
-    labels = writers.allure_labels(["3.7", "4.4"], "self-check", "3.7")
-    assert [v[:3] for n, v in labels if n == "story"] == ["3.7"]
-
-
 def test_the_32_remedy_fits_a_selection_of_zero_and_of_several_nodes() -> None:
     none = (
         "the node selection hits 0 ready, schedulable nodes (none); the Worker cannot be scheduled"

@@ -16,9 +16,10 @@ from rlark_acceptance.model.findings import Location, Severity
 from rlark_acceptance.model.training import TRAINING_IDS
 from rlark_acceptance.preflight.entry import PreflightResult, sorted_findings
 from rlark_acceptance.run.outcome import AcceptanceRun
-from rlark_acceptance.run.report import CheckResult
+from rlark_acceptance.run.report import CheckResult, Evidence
 from rlark_acceptance.run.step6.log import is_script_output
 from rlark_acceptance.run.step6.plan import manifest_of
+from rlark_acceptance.secrets import Redactor
 
 NOT_REACHED = "not reached"  # how a step says its check was never reached (a skip reason)
 # How a step says a training check is off (``training:`` of the profile): skipped, not failed.
@@ -146,3 +147,55 @@ def pods_and_events_json(run: AcceptanceRun) -> str | None:
         "events": [e.__dict__ for e in rec.events],
     }
     return json.dumps(dump, indent=2, ensure_ascii=False, default=str)
+
+
+# -- the texts a report shows beside a failure ----------------------------------------------
+
+
+def scenario_evidence(seen: dict[str, Any], redactor: Redactor) -> list[Evidence]:
+    """What explains a scenario's failure, from the values its steps produced: the Job YAML
+    (the user's file, so finding lines match), the pre-flight findings, the effective RLinf
+    config, the Worker log excerpt (and T.4's second Worker's), the Pods and events."""
+    run = seen.get("fault_run") or seen.get("run")
+    pre = seen.get("preflight") or getattr(run, "preflight", None)
+    out: list[tuple[str | None, str, str]] = []
+    if pre is not None:
+        out += [
+            (job_yaml(pre), "Job YAML", "yaml"),
+            (findings_json(pre), "pre-flight findings", "json"),
+            (effective_config_json(pre), "effective RLinf config", "json"),
+        ]
+    elif seen.get("workspace") is not None:
+        path = seen["workspace"].root / "job.yaml"
+        if path.is_file():
+            out.append((path.read_text(encoding="utf-8"), "Job YAML", "yaml"))
+    record = getattr(run, "record", None)
+    if run is not None and record is not None:
+        out.append((record.log_excerpt(), "Worker log (excerpt)", "text"))
+        resumed = getattr(record, "resumed", None)  # T.4's second submission: its own log
+        if resumed is not None:
+            out.append((resumed.record.log_excerpt(), "resumed Worker log (excerpt)", "text"))
+        out.append((pods_and_events_json(run), "Pods and events", "json"))
+    return _redacted(out, redactor)
+
+
+def run_evidence(run: AcceptanceRun, redactor: Redactor) -> list[Evidence]:
+    """The one submission every Step 6 scenario shares is the run's, not scenario 6.1's:
+    its Job YAML, Worker log and Pods / events belong to the whole run."""
+    record = run.record
+    return _redacted(
+        [
+            (job_yaml(run.preflight), "Step 6: the submitted Job YAML", "yaml"),
+            (
+                record.log_excerpt() if record is not None else None,
+                "Step 6: Worker log (excerpt)",
+                "text",
+            ),
+            (pods_and_events_json(run), "Step 6: Pods and events", "json"),
+        ],
+        redactor,
+    )
+
+
+def _redacted(parts: list[tuple[str | None, str, str]], redactor: Redactor) -> list[Evidence]:
+    return [Evidence(name, kind, redactor.redact(body)) for body, name, kind in parts if body]

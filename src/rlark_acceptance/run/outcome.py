@@ -15,7 +15,7 @@ class AcceptanceRun:
     # What the target said the Worker ran on and with (``Describes.describe``): provenance.
     described: dict[str, str] = field(default_factory=dict)
 
-    def __repr__(self) -> str:  # allure stores step arguments' reprs: compact, no inputs
+    def __repr__(self) -> str:  # a traceback shows step arguments' reprs: compact, no inputs
         return f"AcceptanceRun({self.preflight!r}, {self.record!r})"
 
     @property

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from rlark_acceptance.model.doc_checks import ALL_CHECKS, ORDER, earliest, remedy
 from rlark_acceptance.model.findings import Location
@@ -60,6 +60,15 @@ def kind_of(tags: Iterable[str]) -> Kind:
     return "self-check" if SELF_CHECK_TAGS & set(tags) else "profile"
 
 
+class Evidence(NamedTuple):
+    """A text that explains a failure (the Job YAML, the findings, a Worker log excerpt),
+    redacted when it was taken: ``kind`` is ``yaml``, ``json`` or ``text``."""
+
+    name: str
+    kind: str
+    text: str
+
+
 @dataclass
 class CheckResult:
     """One check as one scenario saw it, with the evidence that explains a failure."""
@@ -87,6 +96,9 @@ class ScenarioRecord:
     primary: str | None = None
     position: tuple[str, int] = ("", 0)  # feature file and line: the order of the page
     duration: float = 0.0
+    started: float | None = None  # when it started (seconds since the epoch), once it did
+    # What explains its failure, taken before teardown (``run/evidence.py``).
+    evidence: list[Evidence] = field(default_factory=list)
 
     @property
     def own_check(self) -> str:
@@ -170,6 +182,9 @@ class RunReport:
     notifications: list[dict[str, Any]] | None = None
     # A red run's diagnostics bundle (``run/step6/diagnostics.py``): where, which files, why.
     diagnostics: dict[str, Any] | None = None
+    # What every scenario of Step 6 shares: the one submission's Job, Worker log, Pods and
+    # events (``run/evidence.py``), redacted when taken.
+    evidence: list[Evidence] = field(default_factory=list)
 
     def add(self, scenario: ScenarioRecord) -> ScenarioRecord:
         return self.scenarios.setdefault(scenario.nodeid, scenario)

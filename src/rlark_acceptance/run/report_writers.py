@@ -1,4 +1,4 @@
-"""Writers of the run record: ``run-summary.json``, JUnit properties and Allure metadata.
+"""Writers of the run record: ``run-summary.json``, JUnit, Allure's vocabulary, the terminal.
 
 Each format is a function of the model (``run/report.py``); adding a format touches only
 this module. Every string that leaves the process goes through the run's ``Redactor``
@@ -293,53 +293,11 @@ def _count(element: Any, *, suites: bool = False) -> None:
 # -- Allure --------------------------------------------------------------------------------
 
 
-def allure_labels(
-    checks: list[str], kind: Kind, primary: str | None = None
-) -> list[tuple[str, str]]:
-    """epic = the page, feature = the section of the scenario's own check (numbered), story =
-    each of its checks in that section."""
-    first = primary if primary in checks else primary_check(checks)
-    if first is None:
-        return []
-    labels = [
-        ("epic", PAGE),
-        ("feature", section_label(first)),
-        *(("story", story_label(c)) for c in same_section(checks, first)),
-        ("severity", max((severity(c) for c in checks), key=("normal", "critical").index)),
-        ("acceptance", kind),
-        (
-            "parentSuite",
-            "the profile as it is" if kind == "profile" else "self-checks (changed copies)",
-        ),
-        ("suite", section_label(first)),
-        ("subSuite", story_label(first)),
-    ]
-    if kind == "self-check":
-        labels.append(("tag", "self-check"))
-    return labels
-
-
 def doc_link(check: str, base: str | None) -> tuple[str, str] | None:
     """(url, name) of the doc section, when the doc's address is known."""
     if not base:
         return None
     return f"{base}#{doc_anchor(check)}", f"doc: {BY_ID[check].section}"
-
-
-def quoted(message: str) -> str:
-    lines = message.strip().replace("; ", "\n").splitlines()
-    return "\n".join(f"> {line}  " for line in lines)  # wraps, unlike a code block
-
-
-def description(feature_text: str, check: str, message: str | None, redactor: Redactor) -> str:
-    """Markdown a reader sees first: what failed, the doc's remedy, then the feature."""
-    parts = [f"**{check} failed** ({BY_ID[check].section}): {BY_ID[check].says}"]
-    if message:
-        parts.append(quoted(message))
-    parts.append(f"**{remedy_label(message).capitalize()}:** {remedy(check, message)}")
-    if feature_text:
-        parts.append(feature_text)
-    return redactor.redact("\n\n".join(parts))
 
 
 def allure2_categories() -> list[dict[str, Any]]:
