@@ -104,6 +104,10 @@ def test_a_red_run_leaves_its_bundle_with_no_secret_in_it(
     junit = junitparser.JUnitXml.fromfile(str(run.reports / "junit.xml"))
     (own,) = [x for x in junit if x.name.endswith("the profile as it is")]
     assert {p.name: p.value for p in own.properties()}["diagnostics"] == linked["dir"]
+    # And the Allure report carries each of its files, as the run's own attachments.
+    (shared,) = (run.reports / "allure-results").glob("*-globals.json")
+    names = {a["name"] for a in json.loads(shared.read_text(encoding="utf-8"))["attachments"]}
+    assert {f"diagnostics/{n}" for n in linked["files"]} <= names, names
     # The Worker printed the token; the bundle shows where, not what.
     log = (folder / "worker-log.txt").read_text(encoding="utf-8")
     assert "hub login ***" in log, log[:2000]

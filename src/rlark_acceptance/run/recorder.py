@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from rlark_acceptance.run import report_writers as writers
-from rlark_acceptance.run.report import RunReport
+from rlark_acceptance.run.report import Evidence, RunReport
 from rlark_acceptance.secrets import Redactor
 
 JUNIT_FILE = "junit.xml"
@@ -96,6 +96,30 @@ def _training(report: RunReport, record: Any) -> None:
     report.first_cause = record.first_cause_summary()
     bundle = getattr(record, "diagnostics", None)
     report.diagnostics = bundle.summary() if bundle is not None else None
+
+
+# How much of one file of the diagnostics bundle the Allure report carries: the bundle
+# bounds each file already (256 KiB); the report is opened in a browser.
+_BUNDLE_FILE_LIMIT = 256 * 1024
+
+
+def bundle_evidence(record: Any) -> list[Evidence]:
+    """A red run's diagnostics bundle as the report's run-wide attachments, each file by
+    its name in the bundle (``diagnostics/worker-log.txt``); written redacted already."""
+    bundle = getattr(record, "diagnostics", None)
+    if bundle is None:
+        return []
+    out = []
+    for name, _size in bundle.files:
+        path = Path(bundle.directory) / name
+        try:
+            with path.open("rb") as f:
+                data = f.read(_BUNDLE_FILE_LIMIT)
+        except OSError:
+            continue  # removed since: the record's diagnostics entry still says where it was
+        kind = "json" if name.endswith(".json") else "text"
+        out.append(Evidence(f"diagnostics/{name}", kind, data.decode("utf-8", "replace")))
+    return out
 
 
 def write(
