@@ -95,7 +95,7 @@ def test_a_checkout_whose_features_are_a_link_keeps_its_record(
     are the same folder."""
     from types import SimpleNamespace
 
-    from fixtures.run_record import runs_features
+    from fixtures.reports import runs_features
 
     checkout = tmp_path / "checkout"
     checkout.mkdir()

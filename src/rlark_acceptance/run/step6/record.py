@@ -12,7 +12,8 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from rlark_acceptance.adapters.base import Event, JobRef, PodStatus
 from rlark_acceptance.model.doc_checks import BY_ID, STEP6_SECTION, CheckId
@@ -21,10 +22,25 @@ from rlark_acceptance.storage import CheckpointReport
 
 if TYPE_CHECKING:
     from rlark_acceptance.rlinf.failures import Cause
-    from rlark_acceptance.run.step6.diagnostics import Bundle
     from rlark_acceptance.run.step6.readings import Checkpoints, Scalars
 
 Status = Literal["passed", "failed", "skipped"]
+
+
+class KeptEvidence(Protocol):
+    """What the record keeps of a red run's diagnostics bundle (``diagnostics.Bundle``, which
+    writes it from this record: hence a shape here, not an import)."""
+
+    @property
+    def directory(self) -> Path: ...
+
+    @property
+    def files(self) -> tuple[tuple[str, int], ...]: ...
+
+    def summary(self) -> dict[str, Any]: ...
+
+    def line(self) -> str: ...
+
 
 # Step 6's checks in the order a reader troubleshoots them: the printed config (1.1, 1.2)
 # is read between the run script's start (6.3) and the first signal (6.4).
@@ -210,7 +226,7 @@ class RunRecord:
     # nothing: an empty list is no proof that the Worker is gone).
     pods_unread: str | None = None
     # A red run's diagnostics bundle, once written (``diagnostics.Bundle``): where, what.
-    diagnostics: Bundle | None = None
+    diagnostics: KeptEvidence | None = None
 
     def __repr__(self) -> str:  # the log and the Job may hold secrets: reprs reach reports
         phases = {c: p.status for c, p in self.phases.items()}
