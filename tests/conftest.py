@@ -22,6 +22,8 @@ acceptance suite's scenarios never run twice, in whatever session they are.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import threading
 import time
 from collections import Counter, deque
@@ -143,10 +145,25 @@ def describe(samples: list[Sample], start: float, cores: int) -> str:
 SAMPLER = Sampler()
 
 
+_STATE = pytest.StashKey[Path]()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # The short summary names each test that ran again.
     if "R" not in config.option.reportchars and "A" not in config.option.reportchars:
         config.option.reportchars += "R"
+    # Every suite a test runs (a copy of the profile, a release, a notification's run) keeps
+    # its run in the default history, in the user's state folder, as a user's run does: a
+    # test process's state is a folder of its own, removed when it ends, never the user's.
+    state = Path(tempfile.mkdtemp(prefix="rlark-acceptance-state-"))
+    os.environ["RLARK_ACCEPTANCE_STATE"] = str(state)
+    config.stash[_STATE] = state
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(_STATE, None)
+    if state is not None:
+        shutil.rmtree(state, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

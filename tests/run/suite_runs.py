@@ -239,10 +239,15 @@ def _command(site: Site, reports: Path, args: list[str]) -> list[str]:
     return features_command(site.profile, reports, args)
 
 
-def _env() -> dict[str, str]:
+def _env(site: Site | None = None) -> dict[str, str]:
+    """The test session's environment; with ``site``, a state folder beside the copy (its
+    default history among it): a test's runs compare with each other, never with those of
+    the tests beside it."""
     env = dict(os.environ)
     env.pop("PYTEST_ADDOPTS", None)
     env.pop("PYTEST_CURRENT_TEST", None)
+    if site is not None:
+        env["RLARK_ACCEPTANCE_STATE"] = str(site.root.parent / "state")
     return env
 
 
@@ -325,7 +330,7 @@ def _run_suite_once(
     proc = subprocess.Popen(
         [*(wrapper or []), *_command(site, reports, args)],
         cwd=ROOT,
-        env=_env(),
+        env=_env(site),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -359,7 +364,7 @@ def run_suites_at_once(site: Site, count: int, *args: str, timeout: float = 300)
         proc = subprocess.Popen(
             _command(site, reports, list(args)),
             cwd=ROOT,
-            env=_env(),
+            env=_env(site),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -376,7 +381,7 @@ def run_suite_interrupted(site: Site, after: str, *args: str, timeout: float = 3
     """Start the suite, and send SIGINT (Ctrl-C) once ``after`` shows on its output."""
     reports = site.root.parent / "reports"
     t0 = time.monotonic()
-    env = _env() | {"PYTHONUNBUFFERED": "1"}  # the scenario's name shows before it runs
+    env = _env(site) | {"PYTHONUNBUFFERED": "1"}  # the scenario's name shows before it runs
     proc = subprocess.Popen(
         _command(site, reports, ["-v", *args]),
         cwd=ROOT,

@@ -97,6 +97,10 @@ def test_the_profile_sets_budgets_and_its_history(tmp_path: Path) -> None:
     assert parse_history(doc) == HistorySpec("s3://b/h", 3, 1.5)
     plain = load_yaml(_profile(tmp_path, "history: ../runs\n"))
     assert parse_history(plain) == HistorySpec("../runs")
+    bounded = load_yaml(_profile(tmp_path, "history: {keep: 20, keepDays: 14}\n"))
+    assert parse_history(bounded) == HistorySpec(keep=20, keep_days=14.0)
+    off = load_yaml(_profile(tmp_path, "history: false\n"))
+    assert parse_history(off) == HistorySpec(off=True)
 
 
 @pytest.mark.parametrize(
@@ -109,6 +113,10 @@ def test_the_profile_sets_budgets_and_its_history(tmp_path: Path) -> None:
         ("history:\n  path: h\n  ratio: 0.5", 4, "history.ratio must be a number above 1"),
         ("history: {where: h}", 2, "history.where is not a setting of history"),
         ("history: [h]", 2, "history must be a path"),
+        ("history: true", 2, "history must be a path, false"),
+        ("history: {keep: 0}", 2, "history.keep must be a positive whole number"),
+        ("history:\n  keepDays: -3", 3, "history.keepDays must be a positive number"),
+        ("history: {keepdays: 3}", 2, "history.keepdays is not a setting of history"),
     ],
 )
 def test_each_mistake_is_one_line_at_its_place(

@@ -142,7 +142,7 @@ def test_two_writers_at_once_both_land(
         assert sorted(e.summary["runId"] for e in runs.entries) == ["run-a", "run-b"]
     finally:
         if where == "s3":
-            history.store.delete([o.key for o in history.store.list("")])  # type: ignore[attr-defined]
+            history.store.delete([o.key for o in history.store.list("")])
 
 
 def test_two_writers_of_one_key_on_s3_one_lands_the_other_is_refused(s3_env: Any) -> None:

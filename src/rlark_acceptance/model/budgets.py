@@ -4,11 +4,13 @@
 submission), apart from ``timeouts:``: a timeout ends a phase that never comes, a budget
 says how long a stage that came may take before the run is called slow. ``history:`` is
 where each run's summary is kept, so that a stage is also compared with the median of the
-profile's last runs::
+profile's last runs: by default a folder of the user's state (``run.history``), ``false``
+for none::
 
     budgets: {rayHead: 20, firstSignal: 60}      # seconds; strict: true makes B.1 fail
     history: ../acceptance-history               # relative to the profile, or s3://b/prefix
-    history: {path: s3://bucket/history, last: 5, ratio: 2.0}
+    history: {path: s3://bucket/history, last: 5, ratio: 2.0, keep: 200, keepDays: 365}
+    history: false                               # no history kept, nothing compared
 """
 
 from __future__ import annotations
@@ -40,12 +42,17 @@ class Budgets:
 
 @dataclass(frozen=True)
 class HistorySpec:
-    """Where the runs' summaries are kept (None: nowhere, unless ``--history``), and how many
-    of the last ones a stage's median is taken over, and what ratio to it is a regression."""
+    """Where the runs' summaries are kept (None: the default, the user's state folder), how
+    many of the last ones a stage's median is taken over, what ratio to it is a regression,
+    and what the history keeps of the profile's runs (``keep`` the newest, none older than
+    ``keep_days``; None: the location's default policy). ``off``: ``history: false``."""
 
     path: str | None = None
     last: int = DEFAULT_LAST
     ratio: float = DEFAULT_RATIO
+    keep: int | None = None
+    keep_days: float | None = None
+    off: bool = False
 
 
 def _positive(doc: YamlDoc, value: Any, *keys: str) -> float:
@@ -76,19 +83,25 @@ def parse_budgets(doc: YamlDoc) -> Budgets:
     return Budgets(seconds, strict)
 
 
-_HISTORY_KEYS = ("path", "last", "ratio")
+_HISTORY_KEYS = ("path", "last", "ratio", "keep", "keepDays")
 
 
 def parse_history(doc: YamlDoc) -> HistorySpec:
-    """``history:`` as a location, or ``{path, last, ratio}``; the path as written, ``~`` and
-    ``$VAR`` expanded (it is resolved against the profile's folder where it is read)."""
+    """``history:`` as a location, ``false``, or ``{path, last, ratio, keep, keepDays}``; the
+    path as written, ``~`` and ``$VAR`` expanded (it is resolved against the profile's folder
+    where it is read)."""
     raw = doc.data.get("history")
     if raw is None:
         return HistorySpec()
+    if raw is False:
+        return HistorySpec(off=True)
     if isinstance(raw, str):
         raw = {"path": raw}
     if not isinstance(raw, dict):
-        raise InputError(str(doc.loc("history")), "history must be a path or {path, last, ratio}")
+        raise InputError(
+            str(doc.loc("history")),
+            "history must be a path, false, or {path, last, ratio, keep, keepDays}",
+        )
     refuse_unknown(doc, "history", raw, _HISTORY_KEYS)
     path = raw.get("path")
     at = str(doc.loc("history", "path"))
@@ -105,7 +118,18 @@ def parse_history(doc: YamlDoc) -> HistorySpec:
     bad = isinstance(ratio, bool) or not isinstance(ratio, int | float)
     if bad or not math.isfinite(ratio) or ratio <= 1:
         raise InputError(str(doc.loc("history", "ratio")), "history.ratio must be a number above 1")
-    return HistorySpec(path, last, float(ratio))
+    keep = raw.get("keep")
+    if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 1):
+        raise InputError(
+            str(doc.loc("history", "keep")), "history.keep must be a positive whole number"
+        )
+    days = raw.get("keepDays")
+    bad = isinstance(days, bool) or not isinstance(days, int | float)
+    if days is not None and (bad or not math.isfinite(days) or days <= 0):
+        raise InputError(
+            str(doc.loc("history", "keepDays")), "history.keepDays must be a positive number"
+        )
+    return HistorySpec(path, last, float(ratio), keep, None if days is None else float(days))
 
 
 __all__ = [

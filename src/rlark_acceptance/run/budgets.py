@@ -116,7 +116,7 @@ class BudgetReport:
 
     def note(self) -> str:
         if self.history is None:
-            return "no history kept (--history or the profile's history:): budgets only"
+            return "no history kept (--no-history or the profile's history: false): budgets only"
         if self.first_run:
             return "first run of the profile in the history: no earlier run to compare with"
         runs = min(self.earlier, self.last)
