@@ -12,6 +12,7 @@ pytest_plugins = [
     "fixtures.testenv",
     "fixtures.test_order",
     "fixtures.timeline",
+    "fixtures.trace",
     "steps.profile_steps",
     "steps.job_steps",
     "steps.preflight_steps",

@@ -25,6 +25,20 @@ from types import FrameType
 from testenv import versions
 from testenv.paths import cache_root, dir_lock
 
+# The trace collector's command (a Go main over the collector's packages) and the modules it
+# imports, each at the version line it is released under.
+OTELCOL = Path(__file__).resolve().parent / "otelcol"
+OTELCOL_MODULES = (
+    ("github.com/open-telemetry/opentelemetry-collector-contrib/exporter/fileexporter", "beta"),
+    ("go.opentelemetry.io/collector/receiver/otlpreceiver", "beta"),
+    ("go.opentelemetry.io/collector/otelcol", "beta"),
+    ("go.opentelemetry.io/collector/service", "beta"),
+    ("go.opentelemetry.io/collector/service/telemetry/otelconftelemetry", "beta"),
+    ("go.opentelemetry.io/collector/confmap/provider/envprovider", "stable"),
+    ("go.opentelemetry.io/collector/confmap/provider/fileprovider", "stable"),
+    ("go.opentelemetry.io/collector/confmap/provider/yamlprovider", "stable"),
+)
+
 # The S3 server's command (a Go main over versitygw's packages) and the packages it imports.
 S3GW = Path(__file__).resolve().parent / "s3gw"
 S3GW_PACKAGES = ("embedgw", "backend/posix", "backend/meta", "debuglogger")
@@ -252,6 +266,28 @@ def _build_versitygw(work: Path, out: Path, log: Path) -> None:
     )
 
 
+def _build_otelcol(work: Path, out: Path, log: Path) -> None:
+    # The collector's builder would generate this main from a manifest and fetch itself
+    # first; testenv/otelcol/main.go is its output for two components, so only the
+    # components' modules are fetched.
+    line = {"beta": versions.OTELCOL, "stable": versions.OTELCOL_STABLE}
+    shutil.copyfile(OTELCOL / "main.go", work / "main.go")
+    (work / "go.mod").write_text("module rlark.local/testenv-otelcol\n\ngo 1.26.0\n")
+    _go(["get", *(f"{mod}@{line[which]}" for mod, which in OTELCOL_MODULES)], work, log)
+    _go(
+        [
+            "build",
+            "-ldflags",
+            f"-s -w -X main.Version={versions.OTELCOL}",
+            "-o",
+            str(out / "otelcol"),
+            ".",
+        ],
+        work,
+        log,
+    )
+
+
 def _build_containerd(work: Path, out: Path, log: Path) -> None:
     # Pure Go (CGO off), without the btrfs snapshotter (its only cgo dependency): the node
     # uses overlayfs. The daemon, its runc shim and ctr (to import the local images).
@@ -328,6 +364,7 @@ recipe_binaries: dict[str, tuple[str, ...]] = {
     "containerd": ("containerd", "containerd-shim-runc-v2", "ctr"),
     "pause": ("pause",),
     "chainsaw": ("chainsaw",),
+    "otelcol": ("otelcol",),
 }
 
 RECIPES: dict[str, Recipe] = {
@@ -354,6 +391,14 @@ RECIPES: dict[str, Recipe] = {
     "chainsaw": Recipe(
         "chainsaw", versions.CHAINSAW, 1, recipe_binaries["chainsaw"], _build_chainsaw
     ),
+    "otelcol": Recipe(
+        "otelcol",
+        versions.OTELCOL,
+        1,
+        recipe_binaries["otelcol"],
+        _build_otelcol,
+        inputs=(OTELCOL / "main.go",),
+    ),
 }
 
 # Which recipes each service needs (chainsaw only for the bench: `testenv build chainsaw`).
@@ -361,9 +406,11 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "s3": ("versitygw",),
     "cluster": ("kubernetes", "etcd", "kwok", "kubelet", "containerd", "pause"),
     "chainsaw": ("chainsaw",),
+    # Started by each test that reads a trace back (testenv/otelcol.py), not a shared service.
+    "otelcol": ("otelcol",),
 }
 # What ``all`` builds: every service the tests start (the bench's chainsaw only when named).
-ALL = ("s3", "cluster")
+ALL = ("s3", "cluster", "otelcol")
 
 
 def needed(which: str) -> tuple[str, ...]:

@@ -33,6 +33,12 @@ APT_PACKAGES = ("runc", "mmdebstrap", "containernetworking-plugins", "s3fs")
 WORKER_IMAGE_SUITE = "bookworm"
 WORKER_IMAGE_REPO = "registry.rlark.test/rlinf-smoke"
 
+# The trace collector (testenv/otelcol: the OpenTelemetry Collector's OTLP receiver and the
+# contrib file exporter). The collector's beta modules and its stable ones (confmap, its
+# providers) are released together under two version lines.
+OTELCOL = "v0.165.0"
+OTELCOL_STABLE = "v1.71.0"
+
 # Kyverno Chainsaw, the declarative Kubernetes e2e tool the bench compares against. v0.2.12
 # does not compile with Go 1.26 (testing.testDeps gained a method): it builds with the Go
 # release it was made for, which the go command fetches from the module proxy.

@@ -28,6 +28,7 @@ from rlark_acceptance.model.options import (
 )
 from rlark_acceptance.model.paths import user_path
 from rlark_acceptance.model.timeouts import Timeouts, parse_timeouts
+from rlark_acceptance.model.tracing import TraceSpec, parse_trace
 from rlark_acceptance.model.training import TrainingSpec, parse_training
 from rlark_acceptance.model.yamlsrc import YamlDoc, load_yaml
 
@@ -122,6 +123,7 @@ PROFILE_KEYS = (
     "training",
     "budgets",
     "history",
+    "trace",
 )
 RLINF_KEYS = ("config", "configDir", "overrides")
 RUN_INFO_KEYS = tuple(keys_of(RunInfo))
@@ -148,6 +150,7 @@ class Profile:
     training: TrainingSpec = field(default_factory=TrainingSpec)  # T.1-T.4
     budgets: Budgets = field(default_factory=Budgets)  # B.1: seconds per Step 6 stage
     history: HistorySpec = field(default_factory=HistorySpec)  # B.1: the earlier runs
+    trace: TraceSpec = field(default_factory=TraceSpec)  # the collector of the run's trace
 
     def loc(self, *keys: Any) -> Location:
         return self.doc.loc(*keys)
@@ -240,6 +243,7 @@ def load_profile(path: str | Path) -> Profile:
     timeouts = _timeouts(doc)
     training = parse_training(doc)
     budgets, history = parse_budgets(doc), parse_history(doc)
+    trace = parse_trace(doc)
     confirmed = _real_robot_confirmed(doc)
     config, config_dir = _config(doc, rlinf, base)
     return Profile(
@@ -258,6 +262,7 @@ def load_profile(path: str | Path) -> Profile:
         training=training,
         budgets=budgets,
         history=history,
+        trace=trace,
     )
 
 

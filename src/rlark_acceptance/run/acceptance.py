@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -70,9 +71,11 @@ def accept(
     ``diagnostics``: the folder a red run's diagnostics bundle goes to (None: none).
     On SIGINT / SIGTERM, ``Interrupted`` carries this run (``.run``) up to the caller.
     """
+    started = time.time()
     pre = preflight_profile(profile, redactor=redactor)
+    at = (started, time.time())
     if pre.verdict != "pass":
-        return AcceptanceRun(pre, None)
+        return AcceptanceRun(pre, None, preflight_at=at)
     try:
         rec = submit_and_confirm(
             adapter,
@@ -84,9 +87,9 @@ def accept(
             redactor=redactor,
         )
     except Interrupted as exc:
-        exc.run = AcceptanceRun(pre, exc.record)
+        exc.run = AcceptanceRun(pre, exc.record, preflight_at=at)
         raise
-    return AcceptanceRun(pre, rec, describe(adapter, rec))
+    return AcceptanceRun(pre, rec, describe(adapter, rec), preflight_at=at)
 
 
 def describe(adapter: Adapter, rec: RunRecord) -> dict[str, str]:

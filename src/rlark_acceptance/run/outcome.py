@@ -14,6 +14,8 @@ class AcceptanceRun:
     record: RunRecord | None  # None: stopped at the pre-flight, nothing submitted
     # What the target said the Worker ran on and with (``Describes.describe``): provenance.
     described: dict[str, str] = field(default_factory=dict)
+    # When the pre-flight ran (wall clock, seconds since the epoch: start, end): the trace's.
+    preflight_at: tuple[float, float] | None = None
 
     def __repr__(self) -> str:  # a traceback shows step arguments' reprs: compact, no inputs
         return f"AcceptanceRun({self.preflight!r}, {self.record!r})"
