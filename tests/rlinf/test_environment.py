@@ -13,7 +13,12 @@ from rlark_acceptance.model.findings import Finding, Severity
 from rlark_acceptance.preflight.audit import audit
 from rlark_acceptance.preflight.entry import preflight_files, preflight_profile
 from rlark_acceptance.rlinf.searchpath import run_shell
-from tests.rlinf.jobs import diffusion_tree, job
+from tests.rlinf.jobs import (
+    FORWARDING_DIFFUSION_SCRIPT,
+    diffusion_tree,
+    embodied_config,
+    job,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILE = ROOT / "profiles" / "rlinf-embodied.yaml"
@@ -30,6 +35,17 @@ def env_unset(findings: list[Finding]) -> list[Finding]:
     return [f for f in findings if f.code == "env-unset"]
 
 
+def profile_with(tmp_path: Path, was: str, now: str) -> Path:
+    """A copy of the real-RLinf profile whose prepare script has ``now`` for ``was``."""
+    profiles = tmp_path / "profiles"
+    shutil.copytree(ROOT / "profiles" / "rlinf-embodied", profiles / "rlinf-embodied")
+    (tmp_path / "third_party").symlink_to(ROOT / "third_party")
+    (profiles / "rlinf-embodied.yaml").write_text(PROFILE.read_text().replace(was, now))
+    job_yaml = profiles / "rlinf-embodied" / "job.yaml"
+    job_yaml.write_text(job_yaml.read_text().replace(was, now))
+    return profiles / "rlinf-embodied.yaml"
+
+
 def test_the_real_rlinf_profile_passes_with_the_variables_its_job_sets() -> None:
     result = preflight_profile(PROFILE)
     assert env_unset(result.findings) == []
@@ -39,14 +55,7 @@ def test_the_real_rlinf_profile_passes_with_the_variables_its_job_sets() -> None
 def test_a_prepare_script_that_no_longer_exports_repo_path_fails_naming_it(
     tmp_path: Path,
 ) -> None:
-    profiles = tmp_path / "profiles"
-    shutil.copytree(ROOT / "profiles" / "rlinf-embodied", profiles / "rlinf-embodied")
-    (tmp_path / "third_party").symlink_to(ROOT / "third_party")
-    text = PROFILE.read_text().replace(" REPO_PATH=/workspace/RLinf", "")
-    (profiles / "rlinf-embodied.yaml").write_text(text)
-    job_yaml = profiles / "rlinf-embodied" / "job.yaml"
-    job_yaml.write_text(job_yaml.read_text().replace(" REPO_PATH=/workspace/RLinf", ""))
-    result = preflight_profile(profiles / "rlinf-embodied.yaml")
+    result = preflight_profile(profile_with(tmp_path, " REPO_PATH=/workspace/RLinf", ""))
     assert result.exit_status == 1
     # One error: Hydra stops at the search path, so nothing it would compose after is said.
     (finding,) = [f for f in result.findings if f.severity == Severity.ERROR]
@@ -180,3 +189,65 @@ def test_several_assignments_on_one_export_line_are_each_exported() -> None:
         "PYTHONUNBUFFERED": "1",
         "REPO_PATH": "/workspace/RLinf",
     }
+
+
+def test_what_a_launch_script_passes_on_is_read_from_the_script_the_job_calls(
+    tmp_path: Path,
+) -> None:
+    # run_diffusion.sh is in no table: its forced log path is read from it.
+    config = diffusion_tree(tmp_path)
+    (config.parents[1] / "run_diffusion.sh").write_text(FORWARDING_DIFFUSION_SCRIPT)
+    run = "cd /workspace/RLinf && bash examples/diffusion/run_diffusion.sh diff"
+    result = preflight_files(config, job=job(tmp_path, run))
+    assert result.rlinf is not None
+    assert result.rlinf.log_path == "/workspace/RLinf/logs/TIMESTAMP-diff"
+    outside = [f for f in result.findings if f.code == "output-outside-mounts"]
+    assert outside and all(
+        "run_diffusion.sh sets runner.logger.log_path" in f.message for f in outside
+    )
+    assert all(f.location is not None and f.location.file.endswith("job.yaml") for f in outside)
+    # It forwards its arguments past the first: an override there wins over its own.
+    forwarded = preflight_files(
+        config, job=job(tmp_path, run + " runner.logger.log_path=/mnt/ckpt/logs")
+    )
+    assert forwarded.rlinf is not None and forwarded.rlinf.log_path == "/mnt/ckpt/logs"
+    assert [f for f in forwarded.findings if f.code == "output-outside-mounts"] == []
+
+
+def test_a_launch_script_that_forwards_nothing_drops_the_override_and_adds_its_own(
+    tmp_path: Path,
+) -> None:
+    config = embodied_config(diffusion_tree(tmp_path).parents[3])
+    run = (
+        "cd /workspace/RLinf && NODES=2 bash examples/embodiment/run_embodiment.sh e LIBERO "
+        "runner.logger.log_path=/mnt/ckpt/logs"
+    )
+    result = preflight_files(config, job=job(tmp_path, run))
+    codes = {f.code for f in result.findings}
+    assert {"launcher-drops-arguments", "output-outside-mounts"} <= codes
+    assert result.rlinf is not None and result.rlinf.num_nodes == 2
+    # Its own log path, as the script writes it (no dated folder: not the table's).
+    assert result.rlinf.log_path == "/workspace/RLinf/logs/e"
+
+
+def test_a_launch_script_that_is_not_on_this_machine_is_not_judged_as_setting_nothing(
+    tmp_path: Path,
+) -> None:
+    config = diffusion_tree(tmp_path)
+    script = config.parents[1] / "run_diffusion.sh"
+    script.rename(script.with_name("other.sh"))
+    run = "cd /workspace/RLinf && bash examples/diffusion/run_diffusion.sh diff"
+    result = preflight_files(config, job=job(tmp_path, run))
+    assert env_unset(result.findings) == []
+    assert result.rlinf is not None
+    assert not [p for p in result.rlinf.problems if p.fatal]
+
+
+def test_a_prepare_script_that_sources_an_unread_file_still_fails_the_unset_variable(
+    tmp_path: Path,
+) -> None:
+    # Not the launch script: a file the prepare script sources does not make it unjudged.
+    was = "export PYTHONUNBUFFERED=1 REPO_PATH=/workspace/RLinf"
+    now = "source /opt/venv/bin/activate && export PYTHONUNBUFFERED=1"
+    (finding,) = env_unset(preflight_profile(profile_with(tmp_path, was, now)).findings)
+    assert "reads REPO_PATH" in finding.message

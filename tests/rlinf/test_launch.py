@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from rlark_acceptance.model.findings import Location
 from rlark_acceptance.rlinf.launch import parse_run_script
+from rlark_acceptance.rlinf.launcher import read_launcher
 
 
 def texts(script: str) -> list[str]:
@@ -99,3 +102,16 @@ def test_python_dash_m_entry_point() -> None:
     launch = parse_run_script("python -m rlark_acceptance.smoke --config-name=s a.b=1")
     assert launch is not None
     assert launch.config_name == "s" and [o.text for o in launch.overrides] == ["a.b=1"]
+
+
+def test_rlinf_s_own_launch_script_read_says_what_the_table_says() -> None:
+    # The reader and the fallback table agree on RLinf 0.3's run_embodiment.sh as shipped.
+    root = Path(__file__).resolve().parents[2] / "third_party" / "rlinf-v0.3"
+    text = (root / "examples" / "embodiment" / "run_embodiment.sh").read_text()
+    script = "/workspace/RLinf/examples/embodiment/run_embodiment.sh"
+    read = read_launcher(text, script, ["x", "LIBERO", "a=1"], {})
+    table = parse_run_script("cd /workspace/RLinf && bash examples/embodiment/run_embodiment.sh x")
+    assert read is not None and table is not None
+    assert read.config_dir == table.config_dir and read.config_name == "x"
+    assert [o.text for o in table.overrides] == list(read.fixed)
+    assert read.forwards_from is None and read.reads == 2  # NAME, ROBOT_PLATFORM

@@ -16,7 +16,7 @@ from rlark_acceptance.preflight.checks import Context, Outcome, run_checks
 from rlark_acceptance.rlinf.config import ConfigLoader, Override
 from rlark_acceptance.rlinf.effective import EffectiveRLinf, evaluate
 from rlark_acceptance.rlinf.environment import job_environment
-from rlark_acceptance.rlinf.launch import parse_run_script
+from rlark_acceptance.rlinf.launch import parse_run_script, with_script
 from rlark_acceptance.secrets import Redactor
 
 
@@ -206,6 +206,8 @@ def _effective(
     # The Job's own environment, once its RLinf command is known: what runs it sets the
     # variables the config reads, not this machine or the checkout's other scripts.
     env = job_environment(job, launch, config) if job is not None and launch else None
+    if launch is not None and env is not None and env.script is not None:
+        launch = with_script(launch, env.script)  # read from the script, not the table
     rlinf = evaluate(
         loader,
         config,

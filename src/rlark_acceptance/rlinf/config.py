@@ -401,6 +401,17 @@ def _env_reads(cfg: RLinfConfig, job_env: JobVariables) -> None:
             name = m.group(1)
             if m.group(2) is not None or job_env.setting(name) is not None:
                 continue
+            if job_env.unread_launcher is not None:
+                # The launch script that may set it is not here: said, not failed on.
+                cfg.problems.append(
+                    ConfigProblem(
+                        f"{dotted_key(path)}: {raw} reads {name}, which nothing the Job runs "
+                        f"before {job_env.unread_launcher} sets, and that launch script is "
+                        "not on this machine: not judged",
+                        cfg.location(dotted_key(path)),
+                    )
+                )
+                continue
             dotted = dotted_key(path)
             cfg.problems.append(
                 ConfigProblem(

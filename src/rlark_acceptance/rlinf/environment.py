@@ -6,7 +6,9 @@ RLinf runs, that environment is the Worker's: the role's ``env``, then what its 
 script exports (it runs in the same shell as the run script, ``model.worker``), then what the
 run script sets before the RLinf command, then what the launch script that command calls
 exports. The launch script is read from the RLinf tree the config lives in, found by the
-path the run command gives it in the image, never from a table of one version's scripts.
+path the run command gives it in the image, never from a table of one version's scripts:
+what it exports, and what it passes to RLinf (``rlinf.launcher``). Where it is not on this
+machine, what it sets is not known: a variable nothing else sets is not judged.
 
 The values are the image's paths (``/workspace/RLinf``); ``local`` turns one into the folder
 of this machine's tree that holds the same files, so the defaults found there are checked.
@@ -23,6 +25,7 @@ from pathlib import Path, PurePosixPath
 from rlark_acceptance.model.findings import Location
 from rlark_acceptance.model.job import Job
 from rlark_acceptance.rlinf.launch import Launch
+from rlark_acceptance.rlinf.launcher import ScriptLaunch, read_launcher
 from rlark_acceptance.rlinf.searchpath import Setting, checkout_root, run_shell, script_text
 
 # Records one variable: its name, value (None: not knowable), what sets it, where.
@@ -37,6 +40,8 @@ class JobEnvironment:
     read: list[str] = field(default_factory=list)  # what sets variables, in order
     roots: list[tuple[str, Path]] = field(default_factory=list)  # image folder → local
     tree: Path | None = None  # the local RLinf tree the config lives in
+    script: ScriptLaunch | None = None  # what the launch script passes to RLinf, read
+    unread_launcher: str | None = None  # the launch script it calls, not on this machine
 
     def __repr__(self) -> str:  # values may be secrets
         return f"JobEnvironment({sorted(self.settings)}, read={self.read})"
@@ -138,10 +143,13 @@ def _launch_script(env: JobEnvironment, launch: Launch, known: dict[str, str], p
         return
     local = env.local(path)
     if local is None or not local.is_file():
+        env.unread_launcher = path
         return
     shown = (
         str(local.relative_to(env.tree)) if env.tree and local.is_relative_to(env.tree) else path
     )
     env.read.append(shown)
-    for name, value in run_shell(script_text(local), known, source=path).items():
+    text = script_text(local)
+    env.script = read_launcher(text, path, launch.argv[1:], known)
+    for name, value in run_shell(text, known, source=path).items():
         put(name, value, shown, None)

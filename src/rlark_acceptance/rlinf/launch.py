@@ -5,12 +5,15 @@ users change it (``cluster.num_nodes=2``). RLinf's launch scripts are not transp
 version the sample configs come from, ``examples/embodiment/run_embodiment.sh NAME`` forwards
 no further argument (its second one is the robot platform), forces
 ``runner.logger.log_path=<repo>/logs/<timestamp>-NAME`` inside the image, and adds
-``cluster.num_nodes=$NODES`` when NODES is set. ``LAUNCHERS`` records those facts, so that an
-override written after such a script is reported as ignored instead of trusted.
+``cluster.num_nodes=$NODES`` when NODES is set. Where the RLinf tree is on this machine, the
+script the Job calls is read for those facts (``rlinf.launcher``, applied by ``with_script``).
+``LAUNCHERS`` records them for RLinf 0.3's scripts where it is not, so that an override
+written after such a script is reported as ignored instead of trusted.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 import re
 import shlex
@@ -18,6 +21,7 @@ from dataclasses import dataclass, field
 
 from rlark_acceptance.model.findings import Location
 from rlark_acceptance.rlinf.config import Override
+from rlark_acceptance.rlinf.launcher import PYTHON, ScriptLaunch
 
 
 @dataclass(frozen=True)
@@ -71,7 +75,6 @@ LAUNCHERS: tuple[Launcher, ...] = (
 
 _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _OVERRIDE = re.compile(r"^(?:~|\+\+|\+)?[A-Za-z_][\w.@/\-]*(?:=|$)")
-_PY = re.compile(r"^(?:.*/)?python(?:3(?:\.\d+)?)?$")
 
 
 @dataclass
@@ -89,6 +92,7 @@ class Launch:
     ignored: list[str] = field(default_factory=list)  # arguments the launcher drops
     env: dict[str, str] = field(default_factory=dict)
     relative_without_cd: list[str] = field(default_factory=list)
+    where: Location | None = None  # the run command's line
 
     def __repr__(self) -> str:  # argv, overrides and env may hold secrets (--api-key X)
         return f"Launch({self.script_path!r}, line={self.line}, config={self.config_name!r})"
@@ -194,11 +198,40 @@ def _classify(
         if args and args[0] in {"bash", "sh"} and len(args) >= 2:
             args = args[1:]
     where = _line_loc(origin, lineno)
+    launch = None
     if args and args[0].endswith(".sh"):
-        return _from_launcher(args, workdir, lineno, env, where)
-    if args and _PY.match(args[0]):
-        return _from_python(args, workdir, lineno, env, where)
-    return None
+        launch = _from_launcher(args, workdir, lineno, env, where)
+    elif args and PYTHON.match(args[0]):
+        launch = _from_python(args, workdir, lineno, env, where)
+    if launch is not None:
+        launch.where = where
+    return launch
+
+
+def with_script(launch: Launch, read: ScriptLaunch) -> Launch:
+    """``launch`` with what its launch script, read from the RLinf tree, passes to RLinf in
+    place of the table's facts."""
+    where = launch.where
+    args = launch.argv[1:]
+    names = tuple(f"${n}" for n in range(1, read.reads + 1))
+    overrides = [Override(text, where, "launch script") for text in read.fixed]
+    overrides += [Override(text, where, "environment") for text in read.added]
+    start = read.forwards_from
+    forwarded = args[start - 1 :] if start is not None else []
+    # Forwarded after its own: on RLinf's command line the later one wins.
+    overrides += [Override(a, where, "run script") for a in forwarded if _is_override(a)]
+    own = args[: read.reads] if start is None else args[: start - 1]
+    ignored = [a for a in own[1:] if _is_override(a)]
+    if start is None:
+        ignored += args[read.reads :]
+    return dataclasses.replace(
+        launch,
+        launcher=Launcher(read.script, "", read.config_name or "", positional=names),
+        config_dir=read.config_dir or launch.config_dir,
+        config_name=read.config_name or launch.config_name,
+        overrides=overrides,
+        ignored=ignored,
+    )
 
 
 def _from_launcher(

@@ -10,8 +10,10 @@ lives in export: read from the scripts themselves, never from a table of one RLi
 version's paths.
 
 Only the forms those scripts use are evaluated (``export``/plain assignments whose value is
-built from ``$VAR``, ``${VAR:-default}``, ``${BASH_SOURCE[0]}``, ``$0``, ``$(dirname X)`` and
-``$(cd X && pwd)``); anything else leaves the variable unknown rather than guessed.
+built from ``$VAR``, ``${VAR:-default}``, ``${BASH_SOURCE[0]}``, ``$0``, the script's own
+arguments ``$1`` / ``${2:-default}``, ``$(dirname X)`` and ``$(cd X && pwd)``); anything else
+leaves the variable unknown rather than guessed. ``Shell`` is the one reader of a shell
+script's assignments: ``rlinf.launcher`` reads a launch script's command with it too.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -63,6 +65,10 @@ class Setting:
 class JobVariables(Protocol):
     """The Job's environment as a search path is resolved in it (``rlinf.environment``)."""
 
+    # The launch script the Job calls, where it is not on this machine: what it sets is
+    # not known, so a variable nothing else sets is not judged.
+    unread_launcher: str | None
+
     def setting(self, name: str) -> Setting | None: ...
 
     def local(self, path: str) -> Path | None: ...
@@ -70,7 +76,7 @@ class JobVariables(Protocol):
     def unset_remedy(self, name: str) -> str: ...
 
 
-class _Unknown(Exception):
+class Unknown(Exception):
     """A shell construct outside the small subset evaluated here."""
 
 
@@ -92,50 +98,78 @@ def _closing(s: str, start: int, open_: str, close: str) -> int:
             depth -= 1
             if depth == 0:
                 return i
-    raise _Unknown(s)
+    raise Unknown(s)
 
 
-class _Shell:
-    """Evaluates the assignments of one script, top to bottom."""
+class Shell:
+    """Evaluates the assignments of one script, top to bottom.
 
-    def __init__(self, script: Path) -> None:
+    ``args`` are ``$1``, ``$2`` …, what the script is called with. ``placeholder`` stands
+    for the output of a command that is not knowable (``$(date …)``) where a caller needs
+    only the rest of a value (the folder a dated log path lies in); None: the value is
+    unknown. ``held`` keeps every assignment as written, in order, and ``arrays`` those
+    that make an array (``CMD=(python …)``): a launch script may run its command through
+    one (``rlinf.launcher``).
+    """
+
+    def __init__(
+        self, script: Path, args: tuple[str, ...] = (), placeholder: str | None = None
+    ) -> None:
         self.script = script
         self.vars: dict[str, str] = {}
         self.exported: set[str] = set()
+        self.args = args
+        self.placeholder = placeholder
+        self.held: list[tuple[str, str]] = []
+        self.arrays: dict[str, str] = {}
 
-    def run(self, text: str) -> None:
-        for raw in text.splitlines():
+    def run(self, text: str, on_command: Callable[[list[str]], None] | None = None) -> None:
+        """``on_command`` is given every other command's words, quotes kept."""
+        for raw in logical_lines(text):
             line = raw.strip()
             if line.startswith("export ") and "=" not in line:
                 self.exported.update(n for n in line.split()[1:] if _NAME.fullmatch(n))
                 continue
             if not _ASSIGN.match(line):
+                if on_command is not None and line and not line.startswith("#"):
+                    words = split_words(_strip_comment(line))
+                    if words:
+                        on_command(words)
                 continue
             export = line.startswith("export")
-            words = _words(_strip_comment(line.removeprefix("export").strip()))
+            words = split_words(_strip_comment(line.removeprefix("export").strip()))
             # ``A=1 cmd``: A is that command's alone, not the script's.
             if words is None or not all(_ASSIGN.match(w) for w in words):
+                if words and on_command is not None:
+                    on_command(words)
                 continue
             for word in words:
                 name, _, value = word.partition("=")
+                self.held.append((name, value))
+                if value.startswith("("):
+                    self.arrays[name] = value
                 try:
                     self.vars[name] = self.expand(value)
-                except (_Unknown, RecursionError):
+                except (Unknown, RecursionError):
                     self.vars.pop(name, None)
                 if export:
                     self.exported.add(name)
 
     def expand(self, s: str) -> str:
         out: list[str] = []
-        i = 0
+        i, quoted = 0, False
         while i < len(s):
             c = s[i]
             if c == '"':
+                quoted = not quoted
                 i += 1
-            elif c == "'":
+            elif quoted and (c in "`;|&<>*?" or c.isspace()):
+                out.append(c)  # inside double quotes, text like any other
+                i += 1
+            elif c == "'" and not quoted:
                 j = s.find("'", i + 1)
                 if j < 0:
-                    raise _Unknown(s)
+                    raise Unknown(s)
                 out.append(s[i + 1 : j])
                 i = j + 1
             elif s.startswith("$(", i):
@@ -148,16 +182,19 @@ class _Shell:
                 i = j + 1
             elif c == "$":
                 m = _NAME.match(s, i + 1)
-                if s.startswith("$0", i):
+                if i + 1 < len(s) and s[i + 1] in "123456789":
+                    out.append(self.param(s[i + 1]))
+                    i += 2
+                elif s.startswith("$0", i):
                     out.append(str(self.script))
                     i += 2
                 elif m:
                     out.append(self.param(m.group(0)))
                     i = m.end()
                 else:
-                    raise _Unknown(s)
+                    raise Unknown(s)
             elif c in "`;|&<>*?" or c.isspace():
-                raise _Unknown(s)
+                raise Unknown(s)
             else:
                 out.append(c)
                 i += 1
@@ -167,21 +204,36 @@ class _Shell:
         if inner in ("BASH_SOURCE[0]", "BASH_SOURCE", "0"):
             return str(self.script)
         name, sep, default = inner.partition(":-")
+        if name.isdigit() and name != "0":
+            n = int(name)
+            if n <= len(self.args) and (self.args[n - 1] or not sep):
+                return self.args[n - 1]
+            if sep:
+                return self.expand(default)
+            raise Unknown(inner)  # an argument the script is not called with
         if not _NAME.fullmatch(name):
-            raise _Unknown(inner)
+            raise Unknown(inner)
         if name in self.vars and (self.vars[name] or not sep):
             return self.vars[name]
         if sep:
             return self.expand(default)
-        raise _Unknown(inner)  # set by whoever calls the script: not knowable here
+        raise Unknown(inner)  # set by whoever calls the script: not knowable here
 
     def command(self, inner: str) -> str:
+        try:
+            return self._command(inner)
+        except Unknown:
+            if self.placeholder is None:
+                raise
+            return self.placeholder
+
+    def _command(self, inner: str) -> str:
         cwd: str | None = None
         result: str | None = None
         for part in _split_and(inner):
             words = part.split(None, 1)
             if not words:
-                raise _Unknown(inner)
+                raise Unknown(inner)
             arg = self.expand(words[1].strip()) if len(words) > 1 else ""
             if words[0] == "cd" and arg:
                 cwd = posixpath.normpath(arg)
@@ -190,9 +242,9 @@ class _Shell:
             elif words[0] == "dirname" and arg:
                 result = posixpath.dirname(arg.rstrip("/")) or "."
             else:
-                raise _Unknown(inner)
+                raise Unknown(inner)
         if result is None:
-            raise _Unknown(inner)
+            raise Unknown(inner)
         return result
 
 
@@ -215,16 +267,18 @@ def _split_and(s: str) -> list[str]:
     return parts
 
 
-def _words(line: str) -> list[str] | None:
+def split_words(line: str) -> list[str] | None:
     """``line`` split at blanks outside quotes and ``$( )`` / ``${ }``, quotes kept (the
     shell's own word splitting of an assignment list); None where a quote is left open."""
     words: list[str] = []
     cur: list[str] = []
     depth = 0
     quote = ""
-    for c in line:
+    for i, c in enumerate(line):
         if quote:
             quote = "" if c == quote else quote
+        elif c == "#" and (i == 0 or line[i - 1].isspace()):
+            break  # a comment, whatever quotes it holds
         elif c in "'\"":
             quote = c
         elif c in "({":
@@ -244,6 +298,21 @@ def _words(line: str) -> list[str] | None:
     return words
 
 
+def logical_lines(text: str) -> list[str]:
+    """``text``'s lines with those continued by a trailing backslash joined."""
+    out: list[str] = []
+    buf = ""
+    for line in text.splitlines():
+        if line.rstrip().endswith("\\"):
+            buf += line.rstrip()[:-1] + " "
+            continue
+        out.append(buf + line)
+        buf = ""
+    if buf:
+        out.append(buf)
+    return out
+
+
 def _strip_comment(value: str) -> str:
     if " #" in value and value.count('"') % 2 == 0:
         return value.split(" #", 1)[0].rstrip()
@@ -255,7 +324,7 @@ def run_shell(
 ) -> dict[str, str | None]:
     """The variables ``text`` exports, run with ``known`` set: each one's value, or None
     where it cannot be told offline. ``source`` is the script's path where it runs."""
-    shell = _Shell(Path(source or "script.sh"))
+    shell = Shell(Path(source or "script.sh"))
     shell.vars.update(known)
     shell.run(text)
     return {n: shell.vars.get(n) for n in sorted(shell.exported)}
@@ -266,7 +335,7 @@ def script_exports(script: Path) -> dict[str, str]:
     text = script_text(script)
     if "export" not in text:
         return {}
-    shell = _Shell(Path(os.path.realpath(script)))
+    shell = Shell(Path(os.path.realpath(script)))
     shell.run(text)
     return {n: v for n, v in shell.vars.items() if n in shell.exported and v}
 
@@ -422,7 +491,7 @@ def resolve_entry(
     machine or the checkout's other scripts set does not reach the Job's RLinf.
     """
     if job is not None:
-        return _resolve_in_job(text, job)
+        return _resolve_in_job(text, job, config, checkout)
     missing: list[str] = []
 
     def sub(m: re.Match[str]) -> str:
@@ -453,7 +522,9 @@ def resolve_entry(
     return SearchEntry(text, Path(path) if path else None)
 
 
-def _resolve_in_job(text: str, job: JobVariables) -> SearchEntry:
+def _resolve_in_job(
+    text: str, job: JobVariables, config: Path, checkout: Checkout | None
+) -> SearchEntry:
     missing: list[str] = []
     unknown: list[tuple[str, Setting]] = []
 
@@ -463,6 +534,12 @@ def _resolve_in_job(text: str, job: JobVariables) -> SearchEntry:
         if setting is None:
             if default is not None:
                 return default.strip().strip("'\"")
+            if job.unread_launcher is not None and checkout is not None:
+                # The launch script is not here: the checkout's own launch scripts are the
+                # best knowledge of what it sets, to look the defaults up with.
+                found = checkout.lookup(name, config)
+                if found is not None:
+                    return found.value
             missing.append(name)
         elif setting.value is None:
             unknown.append((name, setting))
@@ -472,6 +549,13 @@ def _resolve_in_job(text: str, job: JobVariables) -> SearchEntry:
 
     value = ENV_REF.sub(sub, text)
     head = f"hydra.searchpath entry {text!r}"
+    if missing and job.unread_launcher is not None:
+        name = missing[0]
+        message = (
+            f"{head} reads {name}, which nothing the Job runs before {job.unread_launcher} "
+            "sets, and that launch script is not on this machine: not judged"
+        )
+        return SearchEntry(text, None, message, name)
     if missing:
         name = missing[0]
         message = f"{head} reads {name}, and {job.unset_remedy(name)}"
