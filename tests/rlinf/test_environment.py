@@ -4,6 +4,7 @@ checkout's other scripts. The checkouts here have RLinf's shapes, written here."
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -251,3 +252,25 @@ def test_a_prepare_script_that_sources_an_unread_file_still_fails_the_unset_vari
     now = "source /opt/venv/bin/activate && export PYTHONUNBUFFERED=1"
     (finding,) = env_unset(preflight_profile(profile_with(tmp_path, was, now)).findings)
     assert "reads REPO_PATH" in finding.message
+
+
+def test_the_launch_script_is_read_from_the_image_workspace_the_profile_declares(
+    tmp_path: Path,
+) -> None:
+    # The site's own config lies outside any RLinf tree: the tree is where the profile says
+    # the image's /workspace/RLinf comes from.
+    config = diffusion_tree(tmp_path)
+    (config.parents[1] / "run_diffusion.sh").write_text(FORWARDING_DIFFUSION_SCRIPT)
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "diff.yaml").write_text(config.read_text())
+    run = "cd /workspace/RLinf && bash examples/diffusion/run_diffusion.sh diff"
+    job(site, run)
+    text = PROFILE.read_text().replace("../third_party/rlinf-v0.3}", "../RLinf}")
+    text = re.sub(r"(?m)^  config: .*$", "  config: diff.yaml", text)
+    text = text.replace("job: rlinf-embodied/job.yaml", "job: job.yaml")
+    (site / "p.yaml").write_text(text)
+    result = preflight_profile(site / "p.yaml")
+    assert env_unset(result.findings) == []
+    assert result.rlinf is not None
+    assert result.rlinf.log_path == "/workspace/RLinf/logs/TIMESTAMP-diff"

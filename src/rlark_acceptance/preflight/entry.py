@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -205,7 +206,9 @@ def _effective(
     shown = _shown(config)
     # The Job's own environment, once its RLinf command is known: what runs it sets the
     # variables the config reads, not this machine or the checkout's other scripts.
-    env = job_environment(job, launch, config) if job is not None and launch else None
+    env = None
+    if job is not None and launch is not None:
+        env = job_environment(job, launch, config, _workspace(profile, job))
     if launch is not None and env is not None and env.script is not None:
         launch = with_script(launch, env.script)  # read from the script, not the table
     rlinf = evaluate(
@@ -221,6 +224,18 @@ def _effective(
         loader, config, config_dir=config_dir, overrides=overrides, shown=shown, job_env=env
     )
     return rlinf, validated
+
+
+def _workspace(profile: Profile | None, job: Job) -> dict[str, Path]:
+    """The image's ``/workspace`` folders on this machine, where the profile's target
+    declares them for the Job's image (the local target's ``images``)."""
+    images = getattr(profile.target.options, "images", None) if profile is not None else None
+    image = job.worker.image if job.worker is not None else None
+    entry = images.get(image) if isinstance(images, Mapping) and image else None
+    folders = entry.get("workspace") if isinstance(entry, Mapping) else None
+    if profile is None or not isinstance(folders, Mapping):
+        return {}
+    return {str(k): profile.path.parent / str(v) for k, v in folders.items()}
 
 
 def preflight_files(

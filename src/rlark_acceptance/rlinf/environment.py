@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import posixpath
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -28,6 +28,7 @@ from rlark_acceptance.rlinf.launch import Launch
 from rlark_acceptance.rlinf.launcher import ScriptLaunch, read_launcher
 from rlark_acceptance.rlinf.searchpath import Setting, checkout_root, run_shell, script_text
 
+WORKSPACE = "/workspace"  # where an image's workspace folders are (the local target's)
 # Records one variable: its name, value (None: not knowable), what sets it, where.
 _Put = Callable[[str, str | None, str, Location | None], None]
 
@@ -80,8 +81,12 @@ def _shell_loc(origin: Location, text: str, name: str) -> Location:
     return Location(origin.file, origin.line + lines[-1])
 
 
-def job_environment(job: Job, launch: Launch | None, config: Path) -> JobEnvironment:
-    """The environment ``job`` gives the RLinf command ``launch`` that runs ``config``."""
+def job_environment(
+    job: Job, launch: Launch | None, config: Path, workspace: Mapping[str, Path] | None = None
+) -> JobEnvironment:
+    """The environment ``job`` gives the RLinf command ``launch`` that runs ``config``;
+    ``workspace``: the folders here that the image's ``/workspace/NAME`` hold, where the
+    profile declares them (they come before the config's own tree)."""
     env = JobEnvironment(tree=checkout_root(config))
     role = job.worker
     known: dict[str, str] = {}
@@ -113,7 +118,9 @@ def job_environment(job: Job, launch: Launch | None, config: Path) -> JobEnviron
             if name not in env.settings or env.settings[name].by != "the run script":
                 (value,) = run_shell(f"export {name}={raw}", known).values() or (None,)
                 put(name, value, "the run script", _shell_loc(origin, script, name))
-        env.roots = _roots(launch, config)
+        declared = [(posixpath.join(WORKSPACE, n), Path(p)) for n, p in (workspace or {}).items()]
+        # The longest image folder first: a nested one wins over its parent.
+        env.roots = sorted(declared, key=lambda r: -len(r[0])) + _roots(launch, config)
         _launch_script(env, launch, known, put)
     return env
 
