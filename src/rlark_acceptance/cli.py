@@ -258,7 +258,8 @@ def _print_human(result: Any) -> None:
     errors = sum(1 for f in result.findings if f.severity == Severity.ERROR)
     warnings = sum(1 for f in result.findings if f.severity == Severity.WARNING)
     print(
-        f"\n{errors} errors, {warnings} warnings; static checks: {counts[Status.PASSED]} passed, "
+        f"\n{_many(errors, 'error')}, {_many(warnings, 'warning')}; static checks: "
+        f"{counts[Status.PASSED]} passed, "
         f"{counts[Status.FAILED]} failed, {counts[Status.SKIPPED]} not evaluated "
         f"(of {sum(1 for c in CHECKS if c.kind != 'runtime')})"
     )
@@ -296,6 +297,11 @@ def _configs(args: argparse.Namespace) -> int:
             print(f"{row['path']}: num_nodes={row['numNodes']} gpus={gpus}{robot}  {state}")
     # A classification is not a failure: only a file that could not be read or composed is.
     return EXIT_FINDINGS if any(r["error"] for r in rows) else EXIT_OK
+
+
+def _many(n: int, word: str) -> str:
+    """``1 error``, ``2 errors``: the count with its noun as a reader says it."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 if __name__ == "__main__":
