@@ -172,12 +172,14 @@ def test_a_slower_stage_is_a_warning_then_under_the_strict_policy_a_failure_of_b
     kept = _points(history)
     assert len(kept) == 2 and kept[0]["uuid"] == earlier["uuid"], "the first point rewritten"
     assert list(rendered.report.rglob(f"{earlier['uuid']}.json")), "the earlier point not shown"
-    pasts = [
-        h
+    # Each check's earlier run, as that check was then: green (passed, or not selected by
+    # that run's -m), never red.
+    results = [
+        json.loads(f.read_text(encoding="utf-8"))
         for f in rendered.report.rglob("test-results/*.json")
-        for h in json.loads(f.read_text(encoding="utf-8")).get("history") or []
     ]
-    assert pasts and {h["status"] for h in pasts} == {"passed"}, pasts[:3]
+    pasts = {h["status"] for r in results for h in r.get("history") or []}
+    assert "passed" in pasts and pasts <= {"passed", "skipped"}, pasts
     # The warning where CI reads JUnit (the profile's suite) and on the report's overview.
     junit = JUnitXml.fromfile(str(slow.reports / "junit.xml"))
     (suite,) = [x for x in junit if "the profile as it is" in x.name]
